@@ -1,0 +1,65 @@
+"""Alembic environment for pydna.
+
+The database comes from, in order: a connection handed in by pydna (``config.attributes
+["connection"]``), ``-x dsn=...``, the ``sqlalchemy.url`` option, or ``DNA_DATABASE_URL``.
+Every run takes a transaction-scoped advisory lock so two concurrent installs serialise.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from alembic import context
+from sqlalchemy import create_engine, pool, text
+
+
+
+config = context.config
+VERSION_TABLE = config.get_main_option("version_table") or "dna_alembic_version"
+# Serialises concurrent migrations of one database (any value works; it is only a lock key).
+LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtext('pydna.migrations'))"
+
+
+def _url() -> str:
+    url = context.get_x_argument(as_dictionary=True).get("dsn") or config.get_main_option("sqlalchemy.url") \
+        or os.environ.get("DNA_DATABASE_URL")
+    if not url:
+        raise SystemExit("No database: set DNA_DATABASE_URL, pass -x dsn=postgresql://..., or use `dna db upgrade`.")
+    # Plain libpq URLs are accepted; SQLAlchemy needs the psycopg 3 driver named.
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def run_offline() -> None:
+    context.configure(url=_url() if not config.get_main_option("offline_dialect_only") else "postgresql://",
+                      literal_binds=True, version_table=VERSION_TABLE, transaction_per_migration=False)
+    with context.begin_transaction():
+        context.execute(LOCK_SQL)
+        context.run_migrations()
+
+
+def _run(connection) -> None:
+    context.configure(connection=connection, version_table=VERSION_TABLE, transaction_per_migration=False)
+    with context.begin_transaction():
+        connection.execute(text(LOCK_SQL))
+        context.run_migrations()
+
+
+def run_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = create_engine(_url(), poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        _run(connection)
+        connection.commit()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    run_online()

@@ -1,0 +1,24 @@
+"""Read the SQL package's files for a revision.
+
+A source checkout keeps them in ``sql/`` beside ``migrations/``; the wheel ships them as
+``pydna/_sql`` beside ``pydna/_migrations``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def sql_dir() -> Path:
+    for candidate in (_HERE.parent / "sql", _HERE.parent / "_sql"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"pydna SQL package not found beside {_HERE}")
+
+
+def read_sql(name: str) -> str:
+    """The text of ``sql/<name>``, wrapped so function bodies are not validated at CREATE time
+    (as pg_dump does): functions of one plane may name objects a later statement creates."""
+    body = (sql_dir() / name).read_text(encoding="utf-8")
+    return f"SET LOCAL check_function_bodies = off;\n{body}\nSET LOCAL check_function_bodies = on;\n"

@@ -1,0 +1,162 @@
+"""Foundation: schema dna, extensions, records, kinds, models, the width search tables, the search plane.
+
+Revision ID: 0001_foundation
+Revises:
+Create Date: 2026-11-30
+
+Creates (schema ``dna``): ``dna_instances`` (current state, bitemporal ``valid_at``),
+``dna_versions`` (append-only history), ``dna_kinds`` (seeded with Engram, Research, Evidence),
+``dna_models`` (model_id → width), ``dna_search_docs_{384,768,1024,1536,3072}`` with a GIN index on
+the tsvector and HNSW cosine indexes (``halfvec`` expression index for 3072), and the functions of
+``sql/embedding.sql``, ``sql/fusion.sql``, ``sql/search.sql``.
+
+Every PRIMARY KEY / UNIQUE / EXCLUDE includes ``scope`` (the Citus distribution column);
+``dna_kinds`` and ``dna_models`` are small reference tables. Downgrade drops schema ``dna`` and
+everything in it; the extensions stay (other schemas may use them).
+"""
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import read_sql  # noqa: E402
+
+revision = "0001_foundation"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+WIDTHS = (384, 768, 1024, 1536, 3072)
+HNSW_MAX_DIMS = 2000  # pgvector cannot index `vector` above 2000 dims; `halfvec` goes to 4000
+
+
+def _extension(name: str) -> str:
+    # IF NOT EXISTS still races when two installs run at once: the loser gets unique_violation.
+    return f"""
+DO $$
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS {name};
+EXCEPTION WHEN unique_violation OR duplicate_object THEN
+    NULL;
+END
+$$;"""
+
+
+def _search_table(dims: int) -> str:
+    table = f"dna.dna_search_docs_{dims}"
+    if dims <= HNSW_MAX_DIMS:
+        hnsw = f"CREATE INDEX dna_search_docs_{dims}_embedding_hnsw ON {table} USING hnsw (embedding vector_cosine_ops);"
+    else:
+        hnsw = (f"CREATE INDEX dna_search_docs_{dims}_embedding_hnsw ON {table} "
+                f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops);")
+    return f"""
+CREATE TABLE {table} (
+    scope      text NOT NULL,
+    kind       text NOT NULL,
+    name       text NOT NULL,
+    tenant     text NOT NULL DEFAULT '',
+    model_id   text NOT NULL REFERENCES dna.dna_models (model_id),
+    text_hash  text NOT NULL,
+    title      text,
+    snippet    text,
+    body       text NOT NULL DEFAULT '',
+    ts_config  regconfig NOT NULL DEFAULT 'english',
+    tsv        tsvector GENERATED ALWAYS AS (to_tsvector(ts_config, coalesce(title, '') || ' ' || body)) STORED,
+    embedding  vector({dims}),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT dna_search_docs_{dims}_key UNIQUE (scope, kind, name, tenant, model_id)
+);
+CREATE INDEX dna_search_docs_{dims}_tsv_gin ON {table} USING gin (tsv);
+{hnsw}
+COMMENT ON TABLE {table} IS 'Search documents embedded at width {dims}; every read and write filters on model_id.';
+"""
+
+
+def upgrade() -> None:
+    op.execute(_extension("vector"))
+    op.execute(_extension("btree_gist"))
+    op.execute("CREATE SCHEMA IF NOT EXISTS dna")
+    op.execute("COMMENT ON SCHEMA dna IS 'pydna: hybrid search and agent memory (https://github.com/ - see README)'")
+    op.execute("""
+CREATE TABLE dna.dna_kinds (
+    kind              text PRIMARY KEY,
+    api_version       text NOT NULL DEFAULT 'dna/v1',
+    traits            text[] NOT NULL DEFAULT '{}',
+    version_retention integer CHECK (version_retention IS NULL OR version_retention >= 1),
+    embed_fields      text[] NOT NULL DEFAULT '{title,summary,body}',
+    description       text
+);
+COMMENT ON TABLE dna.dna_kinds IS 'Registry of Kinds and their traits (memory.recallable, record.invalidate-only), version retention (NULL = keep all) and embed fields.';
+INSERT INTO dna.dna_kinds (kind, traits, version_retention, embed_fields, description) VALUES
+  ('Engram',   '{memory.recallable,record.invalidate-only}', 3,    '{area,title,summary,body}', 'An episodic, semantic or procedural memory; retired only by forget.'),
+  ('Research', '{memory.recallable}',                        NULL, '{title,summary,body}',      'A research note recallable as memory.'),
+  ('Evidence', '{memory.recallable}',                        NULL, '{title,summary,body}',      'A piece of evidence recallable as memory.');
+
+CREATE TABLE dna.dna_models (
+    model_id    text PRIMARY KEY,
+    dims        integer NOT NULL CHECK (dims > 0),
+    description text,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE dna.dna_models IS 'Embedding models: model_id names one embedding space; dims routes it to dna_search_docs_<dims>.';
+INSERT INTO dna.dna_models (model_id, dims, description) VALUES
+  ('dna-fake-hash-v1', 384, 'Deterministic feature-hashing embedder (dna.fake_embed); no semantics.');
+
+CREATE TABLE dna.dna_instances (
+    scope       text NOT NULL,
+    kind        text NOT NULL,
+    api_version text NOT NULL DEFAULT 'dna/v1',
+    name        text NOT NULL,
+    tenant      text NOT NULL DEFAULT '',
+    id          uuid NOT NULL DEFAULT gen_random_uuid(),
+    spec        jsonb NOT NULL DEFAULT '{}',
+    valid_at    tstzrange NOT NULL DEFAULT tstzrange(now(), NULL, '[)'),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (scope, kind, api_version, name, tenant),
+    CONSTRAINT dna_instances_no_overlap EXCLUDE USING gist (scope WITH =, id WITH =, valid_at WITH &&)
+);
+COMMENT ON TABLE dna.dna_instances IS 'Current state of every record. valid_at = world (valid) time [valid_from, valid_to).';
+
+CREATE TABLE dna.dna_versions (
+    scope       text NOT NULL,
+    kind        text NOT NULL,
+    api_version text NOT NULL,
+    name        text NOT NULL,
+    tenant      text NOT NULL DEFAULT '',
+    version     integer NOT NULL,
+    id          uuid NOT NULL,
+    spec        jsonb NOT NULL,
+    valid_at    tstzrange NOT NULL,
+    op          text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (scope, kind, api_version, name, tenant, version)
+);
+COMMENT ON TABLE dna.dna_versions IS 'Append-only history: the full envelope per write; created_at = transaction time (what as_of reads).';
+
+CREATE TYPE dna.search_hit AS (
+    scope         text,
+    kind          text,
+    name          text,
+    tenant        text,
+    score         double precision,
+    title         text,
+    snippet       text,
+    similarity    double precision,
+    lexical_score double precision,
+    rank_dense    integer,
+    rank_lexical  integer,
+    degraded      boolean
+);
+COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding.';
+""")
+    for dims in WIDTHS:
+        op.execute(_search_table(dims))
+    for name in ("embedding.sql", "fusion.sql", "search.sql"):
+        op.execute(read_sql(name))
+
+
+def downgrade() -> None:
+    op.execute("DROP SCHEMA IF EXISTS dna CASCADE")

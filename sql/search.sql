@@ -1,0 +1,452 @@
+-- pydna SQL package — search plane.
+-- Width routing, model registry, document index/delete, and hybrid search (dense KNN + lexical,
+-- fused by dna.rrf). Tables come from the alembic revisions; this file only defines functions.
+
+-- ---------------------------------------------------------------------------------------------
+-- Validation helpers
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.check_tenant(tenant text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF tenant IS NULL OR tenant = '' THEN
+        RETURN '';
+    END IF;
+    IF lower(tenant) LIKE 'personal:%' THEN
+        RAISE EXCEPTION 'tenant %: the prefix ''personal:'' is reserved; personal memory is resolved '
+                        'from the connected identity, never passed as a tenant', quote_literal(tenant)
+            USING ERRCODE = '42501';
+    END IF;
+    IF tenant !~ '^[a-z0-9][a-z0-9._-]{0,62}$' THEN
+        RAISE EXCEPTION 'invalid tenant %: use 1-63 characters of a-z, 0-9, ".", "_", "-", starting '
+                        'with a letter or digit', quote_literal(tenant)
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN tenant;
+END
+$$;
+
+COMMENT ON FUNCTION dna.check_tenant(text) IS
+'Validates a tenant slug and returns it ('''' for NULL/empty = the shared base). Slugs: 1-63 chars '
+'[a-z0-9._-], first a letter or digit. Errors: 42501 for the reserved prefix personal:, 22023 otherwise.';
+
+CREATE OR REPLACE FUNCTION dna.check_key(what text, value text, max_length integer DEFAULT 256)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF value IS NULL OR btrim(value) = '' THEN
+        RAISE EXCEPTION '% is required (got %)', what, coalesce(quote_literal(value), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF length(value) > max_length THEN
+        RAISE EXCEPTION '% is % characters long; the limit is %', what, length(value), max_length
+            USING ERRCODE = '22001';
+    END IF;
+    RETURN value;
+END
+$$;
+
+COMMENT ON FUNCTION dna.check_key(text, text, integer) IS
+'Returns value when it is a non-blank key of at most max_length characters (default 256). '
+'Errors: 22023 when NULL or blank, 22001 when too long; the message names the argument.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Width routing and the model registry
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.search_table(dims integer)
+RETURNS regclass
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    t regclass := to_regclass(format('dna.dna_search_docs_%s', dims));
+BEGIN
+    IF t IS NULL THEN
+        RAISE EXCEPTION 'no search table for embedding width % (widths with a table: %)', dims,
+            (SELECT coalesce(string_agg(w::text, ', ' ORDER BY w), 'none') FROM dna.search_widths() AS w)
+            USING ERRCODE = '42P01',
+                  HINT = format('Write an alembic revision that creates dna.dna_search_docs_%s like the '
+                                'other width tables (see migrations/README.md), then run `dna db upgrade`.',
+                                dims);
+    END IF;
+    RETURN t;
+END
+$$;
+
+COMMENT ON FUNCTION dna.search_table(integer) IS
+'Routes an embedding width to its search table dna.dna_search_docs_<dims>. Errors: 42P01 when no '
+'table exists for that width; the hint names the migration to write. Creates nothing.';
+
+CREATE OR REPLACE FUNCTION dna.search_widths()
+RETURNS SETOF integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT substring(c.relname FROM '^dna_search_docs_(\d+)$')::integer AS w
+    FROM pg_class AS c
+    WHERE c.relnamespace = 'dna'::regnamespace
+      AND c.relkind IN ('r', 'p')
+      AND c.relname ~ '^dna_search_docs_\d+$'
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION dna.search_widths() IS
+'The embedding widths that have a search table, ascending (from the catalog).';
+
+CREATE OR REPLACE FUNCTION dna.register_model(model_id text, dims integer, description text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    known integer;
+BEGIN
+    PERFORM dna.check_key('model_id', model_id, 200);
+    IF dims IS NULL OR dims < 1 THEN
+        RAISE EXCEPTION 'dims must be a positive integer, got %', dims USING ERRCODE = '22023';
+    END IF;
+    PERFORM dna.search_table(dims);                       -- unknown width: fail before writing
+    INSERT INTO dna.dna_models AS m (model_id, dims, description)
+    VALUES (model_id, dims, description)
+    ON CONFLICT ON CONSTRAINT dna_models_pkey DO NOTHING;
+    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF known <> dims THEN
+        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
+            USING ERRCODE = '22023',
+                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+    END IF;
+    RETURN jsonb_build_object('model_id', model_id, 'dims', known,
+                              'table', dna.search_table(known)::text);
+END
+$$;
+
+COMMENT ON FUNCTION dna.register_model(text, integer, text) IS
+'Registers model_id with its embedding width (idempotent). Returns {model_id, dims, table}. '
+'Errors: 22023 for a blank model_id, dims < 1, or a model_id already registered with another width; '
+'42P01 when no search table exists for that width (nothing is written).';
+
+CREATE OR REPLACE FUNCTION dna.model_dims(model_id text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    d integer;
+BEGIN
+    PERFORM dna.check_key('model_id', model_id, 200);
+    SELECT m.dims INTO d FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF d IS NULL THEN
+        RAISE EXCEPTION 'unknown model_id % (registered: %)', quote_literal(model_id),
+            (SELECT coalesce(string_agg(m.model_id || ' (' || m.dims || ')', ', ' ORDER BY m.model_id), 'none')
+             FROM dna.dna_models AS m)
+            USING ERRCODE = '22023',
+                  HINT = 'Index documents with an embedding from that model, or call dna.register_model(model_id, dims).';
+    END IF;
+    RETURN d;
+END
+$$;
+
+COMMENT ON FUNCTION dna.model_dims(text) IS
+'The registered embedding width of model_id. Errors: 22023 for an unknown model_id (the message lists the registered ones).';
+
+-- ---------------------------------------------------------------------------------------------
+-- Text helpers
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.text_hash(title text, body text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT encode(sha256(convert_to(coalesce(title, '') || E'\n' || coalesce(body, ''), 'UTF8')), 'hex')
+$$;
+
+COMMENT ON FUNCTION dna.text_hash(text, text) IS
+'SHA-256 (hex) of title || newline || body: the key that makes indexing idempotent (unchanged text is never re-embedded).';
+
+CREATE OR REPLACE FUNCTION dna.lexical_query(query text, config regconfig DEFAULT 'english')
+RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- OR of the query's lexemes. Lexemes come from to_tsvector, so user text is never parsed as
+    -- tsquery syntax: operators, quotes, URLs and e-mail addresses cannot raise. Each lexeme is
+    -- quoted for the tsquery input syntax (quotes and backslashes escaped). Only stop words → NULL.
+    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ' ORDER BY l)::tsquery
+    FROM unnest(tsvector_to_array(to_tsvector(config, coalesce(query, '')))) AS l
+$$;
+
+COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
+'The lexical lane''s tsquery: an OR of the lexemes of to_tsvector(config, query), so a natural-language '
+'question matches documents holding only some of its words. Never raises on user text (tsquery '
+'operators, quotes, URLs, e-mail addresses); returns NULL when the text has no lexemes (blank or stop words only).';
+
+-- ---------------------------------------------------------------------------------------------
+-- Index and delete
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.index_document(
+    scope text, kind text, name text, body text,
+    embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    dims integer;
+    tbl regclass;
+    new_hash text;
+    old_hash text;
+    old_has_embedding boolean;
+    action text;
+    emb vector := embedding;
+BEGIN
+    scope := dna.check_key('scope', scope, 200);
+    kind := dna.check_key('kind', kind, 200);
+    name := dna.check_key('name', name, 512);
+    tenant := dna.check_tenant(tenant);
+    PERFORM dna.check_key('model_id', model_id, 200);
+    IF coalesce(btrim(body), '') = '' AND coalesce(btrim(title), '') = '' THEN
+        RAISE EXCEPTION 'nothing to index for %/%: title and body are both empty', kind, name
+            USING ERRCODE = '22023';
+    END IF;
+    IF octet_length(coalesce(body, '')) + octet_length(coalesce(title, '')) > 1000000 THEN
+        RAISE EXCEPTION 'text of %/% is % bytes; the limit is 1000000 bytes per document: split it',
+            kind, name, octet_length(coalesce(body, '')) + octet_length(coalesce(title, ''))
+            USING ERRCODE = '22001';
+    END IF;
+
+    IF emb IS NOT NULL THEN
+        dims := vector_dims(emb);
+        PERFORM dna.register_model(model_id, dims);       -- routes (42P01) and checks the width (22023)
+        IF vector_norm(emb) = 0 THEN
+            emb := NULL;                                 -- no direction: a zero vector has no cosine; index lexically
+        END IF;
+    ELSE
+        dims := dna.model_dims(model_id);                 -- unknown model without a vector: 22023
+    END IF;
+    tbl := dna.search_table(dims);
+    new_hash := dna.text_hash(title, body);
+
+    EXECUTE format('SELECT t.text_hash, t.embedding IS NOT NULL FROM %s AS t
+                    WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5', tbl)
+        INTO old_hash, old_has_embedding USING scope, kind, name, tenant, model_id;
+
+    IF old_hash IS NULL THEN
+        action := 'inserted';
+    ELSIF old_hash <> new_hash THEN
+        action := 'updated';                             -- a stale vector is dropped when none is given
+    ELSIF emb IS NOT NULL AND NOT old_has_embedding THEN
+        action := 'embedded';
+    ELSE
+        action := 'unchanged';
+        RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
+                                  'text_hash', new_hash, 'embedded', old_has_embedding);
+    END IF;
+
+    EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body, embedding)
+                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+                    ON CONFLICT (scope, kind, name, tenant, model_id) DO UPDATE
+                    SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
+                        body = excluded.body, embedding = excluded.embedding, updated_at = now()', tbl)
+        USING scope, kind, name, tenant, model_id, new_hash, title,
+              coalesce(snippet, left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240)),
+              coalesce(body, ''), emb;
+    RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
+                              'text_hash', new_hash, 'embedded', emb IS NOT NULL);
+END
+$$;
+
+COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text) IS
+'Upserts one document into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id). '
+'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
+'(lexical-only). Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
+'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
+'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
+'key, empty text, unknown model_id without a vector, width differing from the registered one, NaN '
+'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant).';
+
+CREATE OR REPLACE FUNCTION dna.stale_documents(
+    scope text, model_id text, kinds text[], names text[], titles text[], bodies text[],
+    tenants text[] DEFAULT NULL)
+RETURNS SETOF integer
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    tbl regclass := dna.search_table(dna.model_dims(model_id));
+BEGIN
+    -- 1-based positions of the given documents that need an embedding: absent, changed text, or no vector yet.
+    RETURN QUERY EXECUTE format(
+        'SELECT d.ord::integer
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+              AS d(kind, name, title, body, tenant, ord)
+         LEFT JOIN %s AS t
+           ON t.scope = $1 AND t.model_id = $7 AND t.kind = d.kind AND t.name = d.name
+          AND t.tenant = coalesce(d.tenant, '''')
+         WHERE t.text_hash IS DISTINCT FROM dna.text_hash(d.title, d.body) OR t.embedding IS NULL
+         ORDER BY d.ord', tbl)
+        USING scope, kinds, names, titles, bodies, tenants, model_id;
+END
+$$;
+
+COMMENT ON FUNCTION dna.stale_documents(text, text, text[], text[], text[], text[], text[]) IS
+'Given parallel arrays describing documents, returns the 1-based positions that need an embedding for '
+'model_id in scope (not indexed, text changed, or indexed without a vector). Clients call it before '
+'embedding so unchanged text is never re-embedded. Errors: as dna.model_dims.';
+
+CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text, tenant text DEFAULT '',
+                                               model_id text DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    w integer;
+    n integer;
+    total integer := 0;
+BEGIN
+    scope := dna.check_key('scope', scope, 200);
+    kind := dna.check_key('kind', kind, 200);
+    name := dna.check_key('name', name, 512);
+    tenant := dna.check_tenant(tenant);
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('DELETE FROM dna.%I AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3
+                        AND t.tenant = $4 AND ($5::text IS NULL OR t.model_id = $5)', 'dna_search_docs_' || w)
+            USING scope, kind, name, tenant, model_id;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        total := total + n;
+    END LOOP;
+    RETURN total;
+END
+$$;
+
+COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text) IS
+'Removes a document from both lanes of every width table (for one model_id, or all when NULL). '
+'Returns the number of rows deleted (0 when absent). Errors: 22023 for blank keys.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Hybrid search
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.search(
+    scope text, query text,
+    query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
+    name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
+    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT 60)
+RETURNS SETOF dna.search_hit
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    dims integer;
+    tbl regclass;
+    depth integer;
+    q tsquery;
+    dense_order text;
+    lane_filter text;
+    dense_sql text;
+    degraded boolean := query_embedding IS NULL;
+BEGIN
+    scope := dna.check_key('scope', scope, 200);
+    tenant := dna.check_tenant(tenant);
+    IF k IS NULL OR k < 0 OR k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+    END IF;
+    IF candidates IS NOT NULL AND (candidates < 1 OR candidates > 10000) THEN
+        RAISE EXCEPTION 'candidates must be between 1 and 10000, got %', candidates USING ERRCODE = '22023';
+    END IF;
+    IF length(query) > 10000 THEN
+        RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
+    END IF;
+    IF weights IS NOT NULL AND cardinality(weights) <> 2 THEN
+        RAISE EXCEPTION 'weights must hold 2 values (dense, lexical), got %', cardinality(weights)
+            USING ERRCODE = '22023';
+    END IF;
+    dims := dna.model_dims(model_id);                     -- model_id is a filter: required, must be known
+    IF query_embedding IS NOT NULL AND vector_dims(query_embedding) <> dims THEN
+        RAISE EXCEPTION 'query_embedding has % dimensions but model_id % is registered with %',
+            vector_dims(query_embedding), quote_literal(model_id), dims USING ERRCODE = '22023';
+    END IF;
+    tbl := dna.search_table(dims);
+    IF coalesce(btrim(query), '') = '' OR k = 0 THEN
+        RETURN;                                          -- a blank query has no hits, and is no error
+    END IF;
+
+    depth := coalesce(candidates, greatest(4 * k, 40));
+    q := dna.lexical_query(query);
+
+    -- Filters shared by both lanes, applied inside each lane so that neither starves the fused list.
+    -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
+    lane_filter := format(
+        't.scope = $1 AND t.model_id = $2
+         AND ($5::text[] IS NULL OR t.kind = ANY ($5))
+         AND ($7::text IS NULL OR starts_with(t.name, $7))
+         AND (t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
+                SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
+                 AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl);
+
+    IF query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 THEN
+        -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
+        -- filter still yields the candidates. Planner settings are transaction-local.
+        PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
+        PERFORM set_config('hnsw.ef_search', least(greatest(depth, 40), 1000)::text, true);
+        IF dims > 2000 THEN                              -- indexed as halfvec; re-scored below in full precision
+            dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
+        ELSE
+            dense_order := 't.embedding <=> $3';
+        END IF;
+        dense_sql := format(
+            'SELECT c.kind, c.name, c.tenant, 1 - (c.embedding <=> $3) AS similarity,
+                    row_number() OVER (ORDER BY c.embedding <=> $3, c.kind, c.name, c.tenant)::integer AS rnk
+             FROM (SELECT t.kind, t.name, t.tenant, t.embedding FROM %s AS t
+                   WHERE t.embedding IS NOT NULL AND %s
+                   ORDER BY %s LIMIT $4) AS c', tbl, lane_filter, dense_order);
+    ELSE
+        dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant,
+                             NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
+    END IF;
+
+    RETURN QUERY EXECUTE format(
+        'WITH dense AS MATERIALIZED (%s),
+         lexical AS MATERIALIZED (
+             SELECT c.kind, c.name, c.tenant, c.lexical_score,
+                    row_number() OVER (ORDER BY c.lexical_score DESC, c.kind, c.name, c.tenant)::integer AS rnk
+             FROM (SELECT t.kind, t.name, t.tenant, ts_rank(t.tsv, $8)::float8 AS lexical_score
+                   FROM %s AS t
+                   WHERE $8 IS NOT NULL AND t.tsv @@ $8 AND %s
+                   ORDER BY lexical_score DESC, t.kind, t.name, t.tenant LIMIT $4) AS c
+         ),
+         fused AS (
+             SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
+                    coalesce(d.tenant, l.tenant) AS tenant,
+                    dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) AS score,
+                    d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
+             FROM dense AS d FULL JOIN lexical AS l
+               ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant
+             ORDER BY score DESC, kind, name, tenant
+             LIMIT $11
+         )
+         SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
+                f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12
+         FROM fused AS f
+         JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
+                       AND doc.name = f.name AND doc.tenant = f.tenant
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, lane_filter, tbl)
+        USING scope, model_id, query_embedding, depth, kinds, tenant, name_prefix, q,
+              weights, rrf_k, k, degraded;
+END
+$$;
+
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision) IS
+'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
+'with iterative scans) and a lexical lane (full-text, OR of the query lexemes), each over-fetching '
+'`candidates` rows (default max(4k, 40)) with the filters (model_id, kinds, name_prefix, tenant '
+'overlay) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, rrf_k). Returns '
+'at most k (0..1000, default 10) dna.search_hit rows ordered by score DESC then (kind, name, tenant): '
+'score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine in [-1, 1], lexical_score = ts_rank, '
+'ranks 1-based or NULL when absent from a lane, degraded = true when query_embedding is NULL '
+'(lexical only). A blank query returns no rows. Errors: 22023 (unknown model_id, width mismatch, '
+'bad k/candidates/weights), 22001 (query > 10000 chars), 42501 (reserved tenant).';
