@@ -7,8 +7,6 @@ Every run takes a transaction-scoped advisory lock so two concurrent installs se
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from alembic import context
 from sqlalchemy import create_engine, pool, text
@@ -21,21 +19,28 @@ VERSION_TABLE = config.get_main_option("version_table") or "dna_alembic_version"
 LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtext('pydna.migrations'))"
 
 
-def _url() -> str:
-    url = context.get_x_argument(as_dictionary=True).get("dsn") or config.get_main_option("sqlalchemy.url") \
+def _dsn() -> str:
+    dsn = context.get_x_argument(as_dictionary=True).get("dsn") or config.get_main_option("sqlalchemy.url") \
         or os.environ.get("DNA_DATABASE_URL")
-    if not url:
+    if not dsn:
         raise SystemExit("No database: set DNA_DATABASE_URL, pass -x dsn=postgresql://..., or use `dna db upgrade`.")
-    # Plain libpq URLs are accepted; SQLAlchemy needs the psycopg 3 driver named.
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    return url
+    return dsn
+
+
+def _engine():
+    dsn = _dsn()
+    if "+" in dsn.split("://", 1)[0]:
+        return create_engine(dsn, poolclass=pool.NullPool)  # already a SQLAlchemy URL
+    # Any libpq connection string (URL or key=value, Unix sockets included) goes to psycopg as is.
+    import psycopg
+
+    return create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=pool.NullPool)
 
 
 def run_offline() -> None:
-    context.configure(url=_url() if not config.get_main_option("offline_dialect_only") else "postgresql://",
-                      literal_binds=True, version_table=VERSION_TABLE, transaction_per_migration=False)
+    # --sql: only the dialect matters; nothing connects.
+    context.configure(dialect_name="postgresql", literal_binds=True, version_table=VERSION_TABLE,
+                      transaction_per_migration=False)
     with context.begin_transaction():
         context.execute(LOCK_SQL)
         context.run_migrations()
@@ -53,7 +58,7 @@ def run_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine(_url(), poolclass=pool.NullPool)
+    engine = _engine()
     with engine.connect() as connection:
         _run(connection)
         connection.commit()

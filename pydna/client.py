@@ -1,0 +1,250 @@
+"""The thin Python client: it embeds what a call needs and calls one SQL function.
+
+Every answer comes from the SQL package (``dna.search``, ``dna.index_document``, ...); the client
+adds embeddings, batching and typed results, never ranking logic.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import psycopg
+from pgvector import Vector
+from pgvector.psycopg import register_vector
+
+from pydna import migrate
+from pydna.embeddings.base import EmbeddingPort
+
+
+class NotMigratedError(RuntimeError):
+    """The database lacks the pydna schema, or is behind this package's head revision."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """A document to index: ``kind``/``name`` identify it in a scope; ``title`` + ``body`` are its text."""
+
+    kind: str
+    name: str
+    body: str
+    title: str | None = None
+    tenant: str = ""
+    snippet: str | None = None
+
+    @classmethod
+    def coerce(cls, item: "Record | Mapping[str, Any]", kind: str | None = None, tenant: str = "") -> "Record":
+        if isinstance(item, Record):
+            return item
+        body = item.get("body", item.get("text"))
+        return cls(kind=item.get("kind") or kind or "", name=str(item.get("name", item.get("_id", ""))),
+                   body=body if body is not None else "", title=item.get("title"),
+                   tenant=item.get("tenant", tenant) or "", snippet=item.get("snippet"))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked hit: ``score`` is the RRF score; ``similarity`` the cosine in [-1, 1];
+    ``lexical_score`` the lexical lane's score; ranks are 1-based per lane (None = absent)."""
+
+    scope: str
+    kind: str
+    name: str
+    tenant: str
+    score: float
+    title: str | None
+    snippet: str | None
+    similarity: float | None
+    lexical_score: float | None
+    rank_dense: int | None
+    rank_lexical: int | None
+
+
+@dataclass
+class SearchResult:
+    """Hits of one search; ``degraded`` is True when no query embedding was used (lexical only)."""
+
+    hits: list[Hit]
+    degraded: bool
+    model_id: str
+    error: str | None = None  # why the query embedding is missing, when degraded
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    @property
+    def names(self) -> list[str]:
+        return [h.name for h in self.hits]
+
+
+@dataclass
+class IndexReport:
+    """Counts of one ``Client.index`` call; ``embedded_texts`` = texts sent to the model."""
+
+    inserted: int = 0
+    updated: int = 0
+    embedded: int = 0
+    unchanged: int = 0
+    embedded_texts: int = 0
+    tables: set[str] = field(default_factory=set)
+
+    @property
+    def total(self) -> int:
+        return self.inserted + self.updated + self.embedded + self.unchanged
+
+
+_INDEX_SQL = """
+SELECT dna.index_document(%(scope)s, d.kind, d.name, d.body, d.embedding, %(model_id)s, d.title, d.tenant, d.snippet)
+FROM unnest(%(kinds)s::text[], %(names)s::text[], %(bodies)s::text[], %(embeddings)s::vector[],
+            %(titles)s::text[], %(tenants)s::text[], %(snippets)s::text[]) WITH ORDINALITY
+     AS d(kind, name, body, embedding, title, tenant, snippet, ord)
+ORDER BY d.ord
+"""
+
+
+class Client:
+    """A connection to a pydna database plus an embedding provider (may be None: lexical only)."""
+
+    def __init__(self, conn: psycopg.Connection, embedder: EmbeddingPort | None, dsn: str | None = None):
+        self.conn = conn
+        self.embedder = embedder
+        self.dsn = dsn
+        self._check_migrated()
+        register_vector(conn)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_migrated(self) -> None:
+        applied = migrate.current(self.conn)
+        want = migrate.head()
+        if applied is None:
+            raise NotMigratedError("this database has no pydna schema: run `dna db upgrade` "
+                                   "(or `alembic upgrade head`) first")
+        if applied != want:
+            raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
+                                   "run `dna db upgrade`")
+
+    @property
+    def model_id(self) -> str:
+        if self.embedder is None:
+            raise ValueError("no embedder: pass model_id explicitly")
+        return self.embedder.model_id
+
+    # -- search plane ------------------------------------------------------------------------
+
+    def index(self, scope: str, records: Iterable[Record | Mapping[str, Any]], *, kind: str | None = None,
+              tenant: str = "", batch_size: int = 64, model_id: str | None = None,
+              on_progress: Callable[[int], None] | None = None) -> IndexReport:
+        """Upsert ``records`` into ``scope`` in batches of ``batch_size``. Only documents whose text
+        changed (or that have no vector yet) are embedded (``dna.stale_documents``). Each batch is one
+        statement: a bad record fails its batch with the database's error and writes nothing of it."""
+        report = IndexReport()
+        model = model_id or self.model_id
+        batch: list[Record] = []
+        for item in records:
+            batch.append(Record.coerce(item, kind=kind, tenant=tenant))
+            if len(batch) >= batch_size:
+                self._index_batch(scope, model, batch, report)
+                if on_progress:
+                    on_progress(len(batch))
+                batch = []
+        if batch:
+            self._index_batch(scope, model, batch, report)
+            if on_progress:
+                on_progress(len(batch))
+        return report
+
+    def _index_batch(self, scope: str, model_id: str, batch: list[Record], report: IndexReport) -> None:
+        cols = {
+            "kinds": [r.kind for r in batch], "names": [r.name for r in batch],
+            "titles": [r.title for r in batch], "bodies": [r.body for r in batch],
+            "tenants": [r.tenant for r in batch], "snippets": [r.snippet for r in batch],
+        }
+        embeddings: list[Vector | None] = [None] * len(batch)
+        if self.embedder is not None and model_id == self.embedder.model_id:
+            self._ensure_model(model_id, self.embedder.dims)
+            stale = [row[0] for row in self.conn.execute(
+                "SELECT dna.stale_documents(%s, %s, %s, %s, %s, %s, %s)",
+                (scope, model_id, cols["kinds"], cols["names"], cols["titles"], cols["bodies"], cols["tenants"]))]
+            if stale:
+                texts = [" ".join(p for p in (batch[i - 1].title, batch[i - 1].body) if p) for i in stale]
+                vectors = self.embedder.embed(texts)
+                report.embedded_texts += len(texts)
+                for i, vec in zip(stale, vectors):
+                    embeddings[i - 1] = Vector([float(x) for x in vec])
+        with self.conn.transaction():
+            rows = self.conn.execute(_INDEX_SQL, {"scope": scope, "model_id": model_id,
+                                                  "embeddings": embeddings, **cols}).fetchall()
+        for (result,) in rows:
+            setattr(report, result["action"], getattr(report, result["action"]) + 1)
+            report.tables.add(result["table"])
+
+    def _ensure_model(self, model_id: str, dims: int) -> None:
+        self.conn.execute("SELECT dna.register_model(%s, %s)", (model_id, dims))
+
+    def search(self, scope: str, query: str, *, kind: str | Sequence[str] | None = None, k: int = 10,
+               tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
+               weights: Sequence[float] | None = None, model_id: str | None = None) -> SearchResult:
+        """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
+        there is none or it fails, the answer is lexical only and ``degraded`` is True."""
+        model = model_id or self.model_id
+        embedding, error = None, None
+        if self.embedder is not None and model == self.embedder.model_id and query and query.strip():
+            try:
+                embedding = Vector([float(x) for x in self.embedder.embed([query])[0]])
+            except Exception as exc:  # honest degradation: lexical only, flagged
+                error = f"{type(exc).__name__}: {exc}"
+        kinds = [kind] if isinstance(kind, str) else (list(kind) if kind else None)
+        rows = self.conn.execute(
+            "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
+            "rank_dense, rank_lexical FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, tenant => %s, "
+            "name_prefix => %s, candidates => %s, weights => %s)",
+            (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
+             list(weights) if weights else None)).fetchall()
+        return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None, model_id=model,
+                            error=error)
+
+    def delete(self, scope: str, kind: str, name: str, *, tenant: str = "", model_id: str | None = None) -> int:
+        """Remove a document from both lanes (all models when ``model_id`` is None); returns rows deleted."""
+        return self.conn.execute("SELECT dna.delete_document(%s, %s, %s, %s, %s)",
+                                 (scope, kind, name, tenant, model_id)).fetchone()[0]
+
+
+def resolve_dsn(dsn: str | None = None) -> str:
+    """``dsn``, else ``DNA_DATABASE_URL``, else the embedded default server (started if needed)."""
+    if dsn:
+        return dsn
+    env = os.environ.get("DNA_DATABASE_URL")
+    if env:
+        return env
+    from pydna import server
+
+    return server.start()
+
+
+def connect(dsn: str | None = None, embedder: EmbeddingPort | str | None = "auto") -> Client:
+    """Open a ``Client``. ``dsn``: a libpq URL; None → ``DNA_DATABASE_URL`` → the embedded server.
+    ``embedder``: an ``EmbeddingPort``, a name (``auto``, ``onnx``, ``fake``), or None (lexical only).
+    Raises ``NotMigratedError`` when the database is not at this package's head revision."""
+    if isinstance(embedder, str):
+        from pydna.embeddings import get_provider
+
+        embedder = get_provider(embedder)
+    conn = psycopg.connect(resolve_dsn(dsn), autocommit=True)
+    try:
+        return Client(conn, embedder, dsn=dsn)
+    except Exception:
+        conn.close()
+        raise

