@@ -1,0 +1,116 @@
+"""Memory plane: the write path's history, the bitemporal guard, refused deletes, the memory verbs.
+
+Revision ID: 0002_memory
+Revises: 0001_foundation
+Create Date: 2026-11-30
+
+Runs ``sql/memory.sql`` (pure scoring functions, dna.remember / recall / forget / revive /
+list_memories and the trigger functions), then creates the triggers of the memory plane:
+
+- ``dna_instances_before_write`` (BEFORE INSERT OR UPDATE): the bitemporal guard and the
+  ``valid_at`` mirror of ``spec.valid_from``/``valid_to`` for memory Kinds;
+- ``dna_instances_after_write`` (AFTER INSERT OR UPDATE): appends every write's full envelope to
+  ``dna_versions`` (``created_at`` = transaction time) and prunes past the Kind's retention;
+- ``dna_instances_refuse_delete`` (BEFORE DELETE): a row of an invalidate-only Kind (Engram) is
+  never deleted; the error names ``dna.forget``;
+- ``dna_search_docs_refuse_delete`` (BEFORE DELETE) on every width table present: the search
+  document of a stored Engram cannot be deleted either.
+
+Downgrade removes exactly these triggers and the functions that ``sql/memory.sql`` defines.
+"""
+import re
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import read_sql, sql_dir  # noqa: E402
+
+revision = "0002_memory"
+down_revision = "0001_foundation"
+branch_labels = None
+depends_on = None
+
+PLANE_FILES = ("memory.sql",)
+
+INSTANCE_TRIGGERS = """
+CREATE TRIGGER dna_instances_before_write BEFORE INSERT OR UPDATE ON dna.dna_instances
+    FOR EACH ROW EXECUTE FUNCTION dna.instances_before_write();
+CREATE TRIGGER dna_instances_after_write AFTER INSERT OR UPDATE ON dna.dna_instances
+    FOR EACH ROW EXECUTE FUNCTION dna.instances_after_write();
+CREATE TRIGGER dna_instances_refuse_delete BEFORE DELETE ON dna.dna_instances
+    FOR EACH ROW EXECUTE FUNCTION dna.instances_refuse_delete();
+COMMENT ON TRIGGER dna_instances_before_write ON dna.dna_instances IS
+    'Bitemporal guard (invalidate-only Kinds keep a stored valid_to unless spec.revivals quotes it) and valid_at mirror of the spec for memory Kinds.';
+COMMENT ON TRIGGER dna_instances_after_write ON dna.dna_instances IS
+    'Appends the full envelope of every write to dna.dna_versions (created_at = transaction time) and prunes beyond dna_kinds.version_retention.';
+COMMENT ON TRIGGER dna_instances_refuse_delete ON dna.dna_instances IS
+    'Refuses DELETE of invalidate-only Kinds (Engram): retire with dna.forget.';
+"""
+
+# The width tables present at upgrade time (a later width revision adds its own trigger).
+SEARCH_TRIGGERS = """
+DO $$
+DECLARE
+    w integer;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('CREATE TRIGGER dna_search_docs_refuse_delete BEFORE DELETE ON dna.%I '
+                       'FOR EACH ROW EXECUTE FUNCTION dna.search_docs_refuse_delete()', 'dna_search_docs_' || w);
+    END LOOP;
+END
+$$;
+"""
+
+DROP_SEARCH_TRIGGERS = """
+DO $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN SELECT c.relname FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid
+             WHERE c.relnamespace = 'dna'::regnamespace AND g.tgname = 'dna_search_docs_refuse_delete' LOOP
+        EXECUTE format('DROP TRIGGER dna_search_docs_refuse_delete ON dna.%I', t.relname);
+    END LOOP;
+END
+$$;
+"""
+
+
+def _plane_functions() -> list[str]:
+    """Names of the functions the plane files define (every overload of each is dropped)."""
+    names: set[str] = set()
+    for name in PLANE_FILES:
+        text = (sql_dir() / name).read_text(encoding="utf-8")
+        names.update(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", text))
+    return sorted(names)
+
+
+def upgrade() -> None:
+    for name in PLANE_FILES:
+        op.execute(read_sql(name))
+    op.execute(INSTANCE_TRIGGERS)
+    op.execute(SEARCH_TRIGGERS)
+
+
+def downgrade() -> None:
+    op.execute(DROP_SEARCH_TRIGGERS)
+    op.execute("""
+DROP TRIGGER IF EXISTS dna_instances_refuse_delete ON dna.dna_instances;
+DROP TRIGGER IF EXISTS dna_instances_after_write ON dna.dna_instances;
+DROP TRIGGER IF EXISTS dna_instances_before_write ON dna.dna_instances;
+""")
+    names = ", ".join(f"'{n}'" for n in _plane_functions())
+    op.execute(f"""
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc AS p
+             WHERE p.pronamespace = 'dna'::regnamespace AND p.proname IN ({names})
+             ORDER BY p.oid LOOP
+        EXECUTE format('DROP FUNCTION %s', f);
+    END LOOP;
+END
+$$;
+""")
