@@ -137,6 +137,13 @@ class Client:
                                    "run `dna db upgrade`")
 
     @property
+    def memory(self):
+        """The memory plane (remember, recall, forget, revive, list, consolidate): ``pydna.memory.Memory``."""
+        from pydna.memory import Memory
+
+        return Memory(self)
+
+    @property
     def model_id(self) -> str:
         if self.embedder is None:
             raise ValueError("no embedder: pass model_id explicitly")

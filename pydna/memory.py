@@ -1,0 +1,142 @@
+"""The memory plane from Python: ``Client.memory``.
+
+Each verb embeds what it needs with the client's embedder and calls ONE SQL function
+(``dna.remember``, ``dna.recall``, ``dna.forget``, ``dna.revive``, ``dna.list_memories``,
+``dna.consolidate``), returning its jsonb as a dict. Nothing here decides an answer: validation,
+stamping, ranking, validity, reconsolidation and the bitemporal guard all run in the database.
+
+    >>> mem = client.memory
+    >>> mem.remember("team", "always deep-copy before mutating documents", area="Feature/kernel")
+    >>> mem.recall("team", "mutating documents", k=3)["hits"]
+    >>> mem.forget("team", name, superseded_by=other)
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from psycopg.types.json import Jsonb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydna.client import Client
+
+#: The model_id the SQL verbs use when none is given (lexical indexing still needs a width table).
+DEFAULT_MODEL_ID = "dna-fake-hash-v1"
+
+
+def _vector(values) -> Any:
+    from pgvector import Vector
+
+    return Vector([float(x) for x in values])
+
+
+class Memory:
+    """Memory verbs over one ``Client`` (its connection and embedder)."""
+
+    def __init__(self, client: "Client"):
+        self.client = client
+        self.conn = client.conn
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _model(self) -> str:
+        embedder = self.client.embedder
+        return embedder.model_id if embedder is not None else DEFAULT_MODEL_ID
+
+    def _embed(self, text: str) -> tuple[Any, str | None]:
+        """``(vector or None, error or None)``; never raises (honest degradation)."""
+        embedder = self.client.embedder
+        if embedder is None or not text or not text.strip():
+            return None, None
+        try:
+            self.conn.execute("SELECT dna.register_model(%s, %s)", (embedder.model_id, embedder.dims))
+            return _vector(embedder.embed([text])[0]), None
+        except Exception as exc:  # a missing model degrades to lexical; the answer says so
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> dict:
+        return self.conn.execute(query, params).fetchone()[0]
+
+    # -- verbs -----------------------------------------------------------------------------
+
+    def remember(self, scope: str, summary: str | None = None, *, spec: Mapping[str, Any] | None = None,
+                 kind: str = "Engram", name: str | None = None, tenant: str = "", now: datetime | None = None,
+                 area: str | None = None, affect: str | None = None, tags: Sequence[str] | None = None,
+                 source_refs: Sequence[str] | None = None, claims: Sequence[Mapping[str, Any]] | None = None,
+                 title: str | None = None, body: str | None = None) -> dict:
+        """Write a memory through ``dna.remember`` and index it with this client's embedding of
+        ``dna.memory_text(kind, spec)``. Keyword fields are merged into ``spec`` (explicit ``spec``
+        keys win). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
+        (plus ``embedding_error`` when the embedder failed and the memory was indexed lexically)."""
+        full: dict[str, Any] = {}
+        for key, value in (("summary", summary), ("title", title), ("body", body), ("area", area),
+                           ("affect", affect), ("tags", list(tags) if tags is not None else None),
+                           ("source_refs", list(source_refs) if source_refs is not None else None),
+                           ("claims", [dict(c) for c in claims] if claims is not None else None)):
+            if value is not None:
+                full[key] = value
+        full.update(dict(spec or {}))
+        text = self.conn.execute("SELECT dna.memory_text(%s, %s)", (kind, Jsonb(full))).fetchone()[0] or ""
+        embedding, error = self._embed(text)
+        result = self._one(
+            "SELECT dna.remember(%s, %s, kind => %s, name => %s, tenant => %s, now => %s, "
+            "embedding => %s, model_id => %s)",
+            (scope, Jsonb(full), kind, name, tenant, now, embedding, self._model()))
+        if error:
+            result["embedding_error"] = error
+        return result
+
+    def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
+               tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
+               now: datetime | None = None, as_of: datetime | None = None) -> dict:
+        """Recall through ``dna.recall`` with this client's query embedding (none, or a failing
+        embedder → lexical only, ``degraded`` true and ``embedding_error`` set)."""
+        embedding, error = self._embed(query)
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        result = self._one(
+            "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
+            "actor => %s, now => %s, as_of => %s)",
+            (scope, query, embedding, self._model(), list(kinds) if kinds else None, k, tenant, reconsolidate,
+             actor, now, as_of))
+        if error:
+            result["embedding_error"] = error
+        return result
+
+    def forget(self, scope: str, name: str, *, superseded_by: str | None = None, kind: str = "Engram",
+               tenant: str = "", now: datetime | None = None) -> dict:
+        """Retire a memory in world time (``dna.forget``); idempotent."""
+        return self._one("SELECT dna.forget(%s, %s, %s, kind => %s, tenant => %s, now => %s)",
+                         (scope, name, superseded_by, kind, tenant, now))
+
+    def revive(self, scope: str, name: str, *, revived_by: str | None = None, kind: str = "Engram",
+               tenant: str = "", now: datetime | None = None) -> dict:
+        """Reopen a forgotten memory (``dna.revive``); a memory in force is a no-op."""
+        return self._one("SELECT dna.revive(%s, %s, %s, kind => %s, tenant => %s, now => %s)",
+                         (scope, name, revived_by, kind, tenant, now))
+
+    def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
+             include_invalid: bool = False, now: datetime | None = None, limit: int = 100) -> dict:
+        """The memories of a scope (``dna.list_memories``), newest first."""
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s)",
+                         (scope, list(kinds) if kinds else None, tenant, include_invalid, now, limit))
+
+    def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
+                    stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,
+                    merge_overlap_floor: float = 0.5, now: datetime | None = None,
+                    merge_scribe: Callable[[list[dict]], Mapping[str, Any]] | None = None,
+                    contradiction_scribe: Callable[[list[dict]], Mapping[str, Any]] | None = None) -> dict:
+        """The decay pass (``dna.consolidate``). With ``dry_run`` the report also carries actions,
+        merge candidates, contradictions and undecided groups. The optional scribes are external
+        judges: ``merge_scribe(group_specs) → merged spec`` is asked for each merge candidate group
+        and ``contradiction_scribe(group_specs) → {contradicts, reason}`` for each undecided group.
+        A scribe's answer is added to the report beside the deterministic proposal, never applied; a
+        scribe that raises leaves the proposal as it was and reports the error."""
+        report = self._one(
+            "SELECT dna.consolidate(%s, %s, %s, %s, %s, %s, %s, %s)",
+            (scope, kind, tenant, stale_retention_floor, apply, dry_run, merge_overlap_floor, now))
+        if merge_scribe is not None or contradiction_scribe is not None:
+            self._apply_scribes(scope, kind, tenant, report, merge_scribe, contradiction_scribe)
+        return report
