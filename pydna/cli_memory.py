@@ -1,0 +1,319 @@
+"""``dna memory``: remember, recall, forget, revive, list, consolidate.
+
+Mounted by ``pydna.cli`` as ``dna memory``; the global ``--dsn`` / ``DNA_DATABASE_URL`` chooses the
+database. Every command calls one SQL verb through ``Client.memory`` and prints either a short
+readable report or, with ``--json``, the verb's jsonb unchanged.
+
+    dna memory remember "always deep-copy before mutating" --area Feature/kernel --affect regret
+    dna memory recall "mutating documents" -k 3
+    dna memory forget rem-1a2b3c --superseded-by rem-4d5e6f
+    dna memory revive rem-1a2b3c
+    dna memory list --all
+    dna memory consolidate --dry-run
+"""
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from typing import Annotated, Any, List, Optional
+
+import typer
+
+memory_app = typer.Typer(
+    help="Agent memory: remember, recall, forget, revive, list, consolidate (SQL verbs dna.*).",
+    no_args_is_help=True,
+)
+
+ScopeOpt = Annotated[str, typer.Option("--scope", "-s", envvar="DNA_SCOPE", show_envvar=True,
+                                       help="Scope (workspace) of the memories.")]
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant overlay ('' = the shared base).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the SQL verb's jsonb as is.")]
+EmbedderOpt = Annotated[str, typer.Option(
+    "--embedder", help="auto (ONNX all-MiniLM-L6-v2 when installed, else the fake), onnx, fake, or none.")]
+DEFAULT_SCOPE = "default"
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _cli():
+    from pydna import cli
+
+    return cli
+
+
+def _error(message: str) -> Exception:
+    cli = _cli()
+    return cli.CliError(message)
+
+
+def _client(ctx: typer.Context, embedder: str = "auto"):
+    client, _choice = _cli().open_client(ctx, embedder=None if embedder == "none" else embedder)
+    return client
+
+
+def _echo_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _parse_time(value: str | None, what: str) -> datetime | None:
+    """An ISO-8601 timestamp (naive = UTC)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.endswith(("z", "Z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise _error(f"{what}: {value!r} is not an ISO-8601 timestamp (e.g. 2026-07-09T15:00:00+00:00)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def parse_claim(text: str) -> dict[str, Any]:
+    """``[SUBJECT::]PREDICATE=[!]OBJECT`` → a claim. ``!`` denies; an empty object is an existence
+    claim (``predicate=`` asserts the predicate exists, ``predicate=!`` denies it)."""
+    raw = text
+    subject = None
+    if "::" in text:
+        subject, text = text.split("::", 1)
+        subject = subject.strip()
+        if not subject:
+            raise _error(f"--claim {raw!r}: the subject before '::' is empty")
+    if "=" not in text:
+        raise _error(f"--claim {raw!r}: expected [SUBJECT::]PREDICATE=[!]OBJECT")
+    predicate, obj = text.split("=", 1)
+    predicate = predicate.strip()
+    if not predicate:
+        raise _error(f"--claim {raw!r}: the predicate is empty")
+    obj = obj.strip()
+    polarity = "asserts"
+    if obj.startswith("!"):
+        polarity, obj = "denies", obj[1:].strip()
+    claim: dict[str, Any] = {"predicate": predicate, "polarity": polarity}
+    if subject:
+        claim["subject"] = subject
+    if obj:
+        claim["object"] = obj
+    return claim
+
+
+def _short(text: Any, width: int = 70) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+@memory_app.command("remember")
+def remember_cmd(
+    ctx: typer.Context,
+    summary: Annotated[str, typer.Argument(help="What to remember (an Engram's summary, at most 280 characters).")],
+    area: Annotated[Optional[str], typer.Option("--area", help="Area, e.g. Feature/kernel.")] = None,
+    affect: Annotated[Optional[str], typer.Option(
+        "--affect", help="Affect: triumph, regret, surprise, wistful, ominous, neutral (default).")] = None,
+    tag: Annotated[Optional[List[str]], typer.Option("--tag", help="A tag (repeatable; the first 5 become co_topics).")] = None,
+    source_ref: Annotated[Optional[List[str]], typer.Option("--source-ref", help="A source reference, e.g. Kind/name (repeatable).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="Name; default: a stable hash of the text.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind: Engram, Research or Evidence.")] = "Engram",
+    claim: Annotated[Optional[List[str]], typer.Option(
+        "--claim", help="A claim [SUBJECT::]PREDICATE=[!]OBJECT (repeatable). Declare one only when a LATER value "
+                        "of the same predicate would make this one false (a plan, a location, a status); "
+                        "'!' denies; an empty object is an existence claim.")] = None,
+    body: Annotated[Optional[str], typer.Option("--body", help="Longer text.")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="Title.")] = None,
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    now: Annotated[Optional[str], typer.Option("--now", help="World time of the memory (ISO-8601; default now).")] = None,
+    embedder: EmbedderOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember something (dna.remember): validated, stamped with its encoding context, indexed."""
+    claims = [parse_claim(c) for c in claim] if claim else None
+    with _client(ctx, embedder) as client:
+        result = client.memory.remember(
+            scope, summary, kind=kind, name=name, tenant=tenant, now=_parse_time(now, "--now"), area=area,
+            affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body)
+    if as_json:
+        _echo_json(result)
+        return
+    spec = result["spec"]
+    out = _console()
+    out.print(f"{result['action']} {result['kind']}/{result['name']} in scope {scope}"
+              f" · {spec.get('memory_type', '')} · indexed ({result['index'].get('action')}, "
+              f"{'embedded' if result['index'].get('embedded') else 'lexical only'})")
+    if result.get("embedding_error"):
+        out.print(f"[yellow]embedding failed, indexed lexically: {result['embedding_error']}[/yellow]")
+
+
+@memory_app.command("recall")
+def recall_cmd(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="The cue.")],
+    k: Annotated[int, typer.Option("-k", "--k", help="How many memories.")] = 5,
+    kind: Annotated[Optional[List[str]], typer.Option("--kind", help="Memory Kind (repeatable; default all).")] = None,
+    no_reconsolidate: Annotated[bool, typer.Option(
+        "--no-reconsolidate", help="Do not reinforce the surfaced memories (a pure read).")] = False,
+    now: Annotated[Optional[str], typer.Option("--now", help="World time to read at (ISO-8601).")] = None,
+    as_of: Annotated[Optional[str], typer.Option(
+        "--as-of", help="Transaction time: what the system believed then (ISO-8601). Never writes.")] = None,
+    actor: Annotated[Optional[str], typer.Option("--actor", help="Who asks (recorded in cues_history).")] = None,
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    embedder: EmbedderOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
+    with _client(ctx, embedder) as client:
+        result = client.memory.recall(scope, query, k=k, kinds=kind or None, tenant=tenant,
+                                      reconsolidate=not no_reconsolidate, actor=actor,
+                                      now=_parse_time(now, "--now"), as_of=_parse_time(as_of, "--as-of"))
+    if as_json:
+        _echo_json(result)
+        return
+    out = _console()
+    flags = ["semantic" if result.get("semantic") else "lexical only (degraded)" if result.get("degraded") else "lexical"]
+    if result.get("as_of"):
+        flags.append(f"as of {result['as_of']}")
+    out.print(f"{len(result['hits'])} memories for {query!r} in {scope} · {' · '.join(flags)}")
+    if result.get("embedding_error"):
+        out.print(f"[yellow]embedding failed: {result['embedding_error']}[/yellow]")
+    for i, hit in enumerate(result["hits"], 1):
+        retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
+        affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
+        out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{retention}{affect}"
+                  f"  {_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+    for name in result.get("as_of_truncated") or []:
+        out.print(f"[yellow]blind spot: the history of {name} was pruned past --as-of[/yellow]")
+
+
+@memory_app.command("forget")
+def forget_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The memory's name.")],
+    superseded_by: Annotated[Optional[str], typer.Option("--superseded-by", help="The memory that replaces it.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget a memory (dna.forget): closes its world-time window; never deletes; idempotent."""
+    with _client(ctx, "none") as client:
+        result = client.memory.forget(scope, name, superseded_by=superseded_by, kind=kind, tenant=tenant)
+    if as_json:
+        _echo_json(result)
+        return
+    state = "already forgotten" if result["already_forgotten"] else "forgotten"
+    sup = f", superseded by {result['superseded_by']}" if result.get("superseded_by") else ""
+    _console().print(f"{kind}/{name} {state} (valid_to {result['valid_to']}{sup})", markup=False)
+
+
+@memory_app.command("revive")
+def revive_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The memory's name.")],
+    revived_by: Annotated[Optional[str], typer.Option("--revived-by", help="Who or what revives it.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Revive a forgotten memory (dna.revive): reopens its window, records the closed one."""
+    with _client(ctx, "none") as client:
+        result = client.memory.revive(scope, name, revived_by=revived_by, kind=kind, tenant=tenant)
+    if as_json:
+        _echo_json(result)
+        return
+    if result["already_in_force"]:
+        _console().print(f"{kind}/{name} is already in force (nothing written)", markup=False)
+    else:
+        _console().print(f"{kind}/{name} revived (was valid until {result['revival']['valid_to']}; "
+                         f"{result['revivals']} revival(s))", markup=False)
+
+
+@memory_app.command("list")
+def list_cmd(
+    ctx: typer.Context,
+    all_: Annotated[bool, typer.Option("--all", help="Include forgotten memories.")] = False,
+    kind: Annotated[Optional[List[str]], typer.Option("--kind", help="Memory Kind (repeatable; default all).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories (dna.list_memories), newest first."""
+    with _client(ctx, "none") as client:
+        result = client.memory.list(scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit)
+    if as_json:
+        _echo_json(result)
+        return
+    out = _console()
+    out.print(f"{result['total']} memories in {scope}{' (forgotten included)' if all_ else ''}")
+    for m in result["memories"]:
+        mark = "" if m["valid"] else " [forgotten]"
+        retention = f" R={m['retention']:.2f}" if "retention" in m else ""
+        out.print(f"- {m['kind']}/{m['name']}{mark}{retention} {m.get('created_at', '')}  "
+                  f"{_short(m.get('summary') or m.get('title'))}", markup=False)
+
+
+@memory_app.command("consolidate")
+def consolidate_cmd(
+    ctx: typer.Context,
+    floor: Annotated[float, typer.Option("--floor", help="Stale below this retention.")] = 0.15,
+    apply: Annotated[bool, typer.Option("--apply", help="Forget the stale memories (never deletes).")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Write nothing; report actions, merge candidates and contradictions.")] = False,
+    merge_floor: Annotated[float, typer.Option("--merge-floor", help="Jaccard floor of merge candidates.")] = 0.5,
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
+    now: Annotated[Optional[str], typer.Option("--now", help="World time of the pass (ISO-8601).")] = None,
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Consolidate (dna.consolidate): the decay pass; --dry-run previews merges and contradictions."""
+    with _client(ctx, "none") as client:
+        report = client.memory.consolidate(scope, kind=kind, tenant=tenant, stale_retention_floor=floor,
+                                           apply=apply, dry_run=dry_run, merge_overlap_floor=merge_floor,
+                                           now=_parse_time(now, "--now"))
+    if as_json:
+        _echo_json(report)
+        return
+    print_consolidation(report)
+
+
+def print_consolidation(report: dict) -> None:
+    """The readable consolidation report (⚡ marks a contradiction)."""
+    out = _console()
+    head = f"evaluated {report['evaluated']} · stale {len(report['stale'])} · archived {report['archived']}"
+    if report.get("dry_run"):
+        head += " · dry run (nothing written)"
+    elif report.get("applied"):
+        head += " · applied"
+    out.print(head)
+    for s in report["stale"]:
+        out.print(f"  stale {s['name']}: retention {s['retention']:.4f} after {s['days_since']}d "
+                  f"(stability {s['stability_days']}d)", markup=False)
+    for a in report.get("actions") or []:
+        out.print(f"  {a['action']:<15} {a['name']}: {a['reason']}", markup=False)
+    for group in report.get("merge_candidates") or []:
+        out.print(f"  merge? keep {group['canonical']} ← {', '.join(n for n in group['names'] if n != group['canonical'])}"
+                  f" (overlap {group['overlap']:.2f}; shared: {', '.join(group['shared_terms'][:6])})", markup=False)
+    for c in report.get("contradictions") or []:
+        prop = c["proposal"]
+        out.print(f"  ⚡ {c['subject']} · {c['predicate']}: {', '.join(c['names'])} — keep {prop['suggested_keep']}? "
+                  f"(basis {prop['basis']}; awaiting confirmation)", markup=False)
+    for u in report.get("undecided") or []:
+        out.print(f"  ? {u['referent']}: {', '.join(u['names'])} — {u['reason']}", markup=False)
