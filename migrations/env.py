@@ -39,7 +39,7 @@ def _engine():
 
 def run_offline() -> None:
     # --sql: only the dialect matters; nothing connects.
-    context.configure(dialect_name="postgresql", literal_binds=True, version_table=VERSION_TABLE,
+    context.configure(dialect_name="postgresql", literal_binds=True, version_table=VERSION_TABLE, version_table_schema="public",
                       transaction_per_migration=False)
     with context.begin_transaction():
         context.execute(LOCK_SQL)
@@ -47,7 +47,7 @@ def run_offline() -> None:
 
 
 def _run(connection) -> None:
-    context.configure(connection=connection, version_table=VERSION_TABLE, transaction_per_migration=False)
+    context.configure(connection=connection, version_table=VERSION_TABLE, version_table_schema="public", transaction_per_migration=False)
     with context.begin_transaction():
         connection.execute(text(LOCK_SQL))
         context.run_migrations()

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy import text
+from sqlalchemy.sql.elements import TextClause
+
 _HERE = Path(__file__).resolve().parent
 
 
@@ -17,8 +20,10 @@ def sql_dir() -> Path:
     raise FileNotFoundError(f"pydna SQL package not found beside {_HERE}")
 
 
-def read_sql(name: str) -> str:
-    """The text of ``sql/<name>``, wrapped so function bodies are not validated at CREATE time
-    (as pg_dump does): functions of one plane may name objects a later statement creates."""
+def read_sql(name: str) -> TextClause:
+    """The text of ``sql/<name>`` for ``op.execute``, wrapped so function bodies are not validated
+    at CREATE time (as pg_dump does): functions of one plane may name objects a later statement
+    creates. Every colon is escaped, so ``'HH24:MI:SS'`` or ``x::int`` is never a bind parameter."""
     body = (sql_dir() / name).read_text(encoding="utf-8")
-    return f"SET LOCAL check_function_bodies = off;\n{body}\nSET LOCAL check_function_bodies = on;\n"
+    wrapped = f"SET LOCAL check_function_bodies = off;\n{body}\nSET LOCAL check_function_bodies = on;\n"
+    return text(wrapped.replace(":", "\\:"))

@@ -133,6 +133,12 @@ class Client:
             raise NotMigratedError("this database has no pydna schema: run `dna db upgrade` "
                                    "(or `alembic upgrade head`) first")
         if applied != want:
+            from alembic.script import ScriptDirectory
+
+            known = {r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()}
+            if applied not in known:
+                raise NotMigratedError(f"this database is at revision {applied}, newer than this pydna "
+                                       f"(head {want}): upgrade the pydna package")
             raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
                                    "run `dna db upgrade`")
 
@@ -220,8 +226,9 @@ class Client:
             "name_prefix => %s, candidates => %s, weights => %s)",
             (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
              list(weights) if weights else None)).fetchall()
-        return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None, model_id=model,
-                            error=error)
+        blank = not (query and query.strip())  # no hits by definition; nothing was degraded
+        return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
+                            model_id=model, error=error)
 
     def delete(self, scope: str, kind: str, name: str, *, tenant: str = "", model_id: str | None = None) -> int:
         """Remove a document from both lanes (all models when ``model_id`` is None); returns rows deleted."""

@@ -5,7 +5,6 @@ of running it, for a DBA to review; ``current(dsn)`` reads the applied revision.
 """
 from __future__ import annotations
 
-import contextlib
 import io
 from pathlib import Path
 
@@ -56,9 +55,10 @@ def downgrade(dsn: str, revision: str) -> None:
 
 
 def current(conn) -> str | None:
-    """The applied revision of the database behind a psycopg connection, or None if unmigrated."""
-    with contextlib.suppress(Exception):
-        row = conn.execute(f"SELECT version_num FROM public.{VERSION_TABLE}").fetchone()
-        return row[0] if row else None
-    conn.rollback()
-    return None
+    """The applied revision of the database behind a psycopg connection, or None if unmigrated.
+    Other errors (permission denied, ...) propagate: they are not "unmigrated"."""
+    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"public.{VERSION_TABLE}",)).fetchone()[0]
+    if not exists:
+        return None
+    row = conn.execute(f"SELECT version_num FROM public.{VERSION_TABLE}").fetchone()
+    return row[0] if row else None
