@@ -1,0 +1,31 @@
+# pydna — the two commands of the README, plus benchmarks.
+#   make demo   fresh clone → venv, embedded PostgreSQL, migrations, index docs/, one hybrid search
+#   make test   fresh clone → venv, the whole test suite (starts its own embedded PostgreSQL)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SCIFACT ?= ../shared/data/scifact
+
+.PHONY: venv demo test bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,onnx-offline,bench]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+demo: venv
+	$(BIN)/dna db up
+	$(BIN)/dna index docs --scope dna-development
+	$(BIN)/dna recall "reciprocal rank fusion" --scope dna-development -k 3
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python bench/beir.py $(SCIFACT)
+
+clean:
+	rm -rf $(VENV) .pytest_cache
