@@ -28,25 +28,74 @@ RETURNS timestamptz
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
-    m text[];
     v text;
+    shape text;
+    rest text;
+    t text := '00:00:00';
+    frac text := '';
+    tz text := '+00:00';
+    y integer;
+    mo integer;
+    d integer;
+    n integer;
 BEGIN
+    -- ISO-8601 only (what Python's datetime.fromisoformat reads): YYYY-MM-DD, optional time
+    -- HH:MM, HH:MM:SS or HH:MM:SS.f (1-6 digits) after T or a space, optional Z or an offset ±HH,
+    -- ±HHMM or ±HH:MM; no offset = UTC.
+    -- Parsed by the digit shape (translate), not a regular expression: the hot paths call this
+    -- for every candidate and cue, and regular expressions compete for a small compiled cache.
+    -- Every field is range-checked (the day against its month), so the cast never raises.
     IF value IS NULL THEN
         RETURN NULL;
     END IF;
-    -- ISO-8601 only (what Python's datetime.fromisoformat reads): date, optional time, optional
-    -- offset. Anything else (including PostgreSQL's 'now', 'today', 'infinity') is unparseable.
-    m := regexp_match(value, '^\s*(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?))?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?\s*$');
-    IF m IS NULL THEN
+    v := btrim(value, E' \t\n\r');
+    shape := translate(v, '0123456789', '9999999999');
+    IF left(shape, 10) <> '9999-99-99' THEN
         RETURN NULL;
     END IF;
-    v := m[1] || ' ' || coalesce(m[2], '00:00:00') ||
-         CASE WHEN m[3] IS NULL OR upper(m[3]) = 'Z' THEN '+00:00' ELSE m[3] END;  -- naive = UTC
-    BEGIN
-        RETURN v::timestamptz;
-    EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format OR invalid_time_zone_displacement_value THEN
-        RETURN NULL;                                       -- e.g. month 13
-    END;
+    rest := substr(shape, 11);
+    IF rest <> '' THEN
+        IF left(rest, 1) NOT IN ('T', ' ') OR substr(rest, 2, 5) <> '99:99' THEN
+            RETURN NULL;
+        END IF;
+        t := substr(v, 12, 5) || ':' || '00';
+        rest := substr(rest, 7);
+        IF left(rest, 3) = (':' || '99') THEN
+            t := substr(v, 12, 8);
+            rest := substr(rest, 4);
+            IF left(rest, 2) = '.9' THEN
+                n := length(rest) - length(ltrim(substr(rest, 2), '9')) - 1;   -- digits after the point
+                IF n > 6 THEN
+                    RETURN NULL;
+                END IF;
+                frac := substr(v, 20, n + 1);
+                rest := substr(rest, n + 2);
+            END IF;
+        END IF;
+        rest := btrim(rest);
+        IF rest IN ('Z', 'z', '') THEN
+            NULL;
+        ELSIF rest IN ('+99', '-99', '+99:99', '-99:99', '+9999', '-9999') THEN
+            tz := right(v, length(rest));
+            tz := left(tz, 3) || ':' || CASE WHEN length(tz) = 3 THEN '00' ELSE right(tz, 2) END;
+            IF substr(tz, 2, 2)::integer > 15 OR right(tz, 2)::integer > 59 THEN
+                RETURN NULL;
+            END IF;
+        ELSE
+            RETURN NULL;
+        END IF;
+        IF left(t, 2)::integer > 23 OR substr(t, 4, 2)::integer > 59 OR right(t, 2)::integer > 59 THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    y := left(v, 4)::integer;
+    mo := substr(v, 6, 2)::integer;
+    d := substr(v, 9, 2)::integer;
+    IF y < 1 OR mo < 1 OR mo > 12 OR d < 1
+       OR d > extract(day FROM make_date(y, mo, 1) + interval '1 month' - interval '1 day') THEN
+        RETURN NULL;                                       -- e.g. month 13, February 30
+    END IF;
+    RETURN (left(v, 10) || ' ' || t || frac || tz)::timestamptz;
 END
 $$;
 
@@ -71,11 +120,16 @@ COMMENT ON FUNCTION dna.iso8601(timestamptz) IS
 
 CREATE OR REPLACE FUNCTION dna.days_since(ts text, now timestamptz)
 RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN p IS NULL OR now IS NULL THEN NULL
-                ELSE greatest((extract(epoch FROM now) - extract(epoch FROM p))::float8 / 86400.0, 0.0) END
-    FROM dna.parse_timestamptz(ts) AS p
+DECLARE
+    p timestamptz := dna.parse_timestamptz(ts);
+BEGIN
+    IF p IS NULL OR now IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN greatest((extract(epoch FROM now) - extract(epoch FROM p))::float8 / 86400.0, 0.0);
+END
 $$;
 
 COMMENT ON FUNCTION dna.days_since(text, timestamptz) IS
@@ -286,11 +340,15 @@ COMMENT ON FUNCTION dna.json_truthy(jsonb) IS
 
 CREATE OR REPLACE FUNCTION dna.engram_text(spec jsonb)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
-    FROM unnest(ARRAY['area', 'title', 'summary', 'body']) WITH ORDINALITY AS u(f, o)
-    WHERE dna.json_truthy(spec -> f)
+BEGIN
+    RETURN (
+        SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
+        FROM unnest(ARRAY['area', 'title', 'summary', 'body']) WITH ORDINALITY AS u(f, o)
+        WHERE dna.json_truthy(spec -> f)
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.engram_text(jsonb) IS
@@ -299,14 +357,19 @@ COMMENT ON FUNCTION dna.engram_text(jsonb) IS
 
 CREATE OR REPLACE FUNCTION dna.memory_text(kind text, spec jsonb)
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN k.embed_fields IS NULL OR k.embed_fields = '{area,title,summary,body}'::text[]
-                THEN dna.engram_text(spec)
-                ELSE (SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
-                      FROM unnest(k.embed_fields) WITH ORDINALITY AS u(f, o)
-                      WHERE dna.json_truthy(spec -> f)) END
-    FROM (SELECT (SELECT dk.embed_fields FROM dna.dna_kinds AS dk WHERE dk.kind = memory_text.kind) AS embed_fields) AS k
+DECLARE
+    fields text[];
+BEGIN
+    SELECT dk.embed_fields INTO fields FROM dna.dna_kinds AS dk WHERE dk.kind = memory_text.kind;
+    IF fields IS NULL OR fields = '{area,title,summary,body}'::text[] THEN
+        RETURN dna.engram_text(spec);
+    END IF;
+    RETURN (SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
+            FROM unnest(fields) WITH ORDINALITY AS u(f, o)
+            WHERE dna.json_truthy(spec -> f));
+END
 $$;
 
 COMMENT ON FUNCTION dna.memory_text(text, jsonb) IS
@@ -315,25 +378,29 @@ COMMENT ON FUNCTION dna.memory_text(text, jsonb) IS
 
 CREATE OR REPLACE FUNCTION dna.fake_embed_float8(input text, dims integer DEFAULT 384)
 RETURNS double precision[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    WITH tok AS (
-        SELECT sha256(convert_to(m[1], 'UTF8')) AS h
-        FROM regexp_matches(lower(input), '[a-z0-9]+', 'g') AS m
-    ), bucket AS (
-        SELECT ((get_byte(h, 0)::bigint << 24) | (get_byte(h, 1)::bigint << 16)
-                | (get_byte(h, 2)::bigint << 8) | get_byte(h, 3)::bigint) % dims AS i,
-               CASE WHEN get_byte(h, 4) % 2 = 1 THEN 1 ELSE -1 END AS sign
-        FROM tok
-    ), counts AS (
-        SELECT i, sum(sign)::float8 AS c FROM bucket GROUP BY i
-    ), norm AS (
-        SELECT sqrt(coalesce(sum(c * c), 0)) AS n FROM counts
-    )
-    SELECT array_agg(CASE WHEN norm.n > 0 THEN coalesce(counts.c, 0) / norm.n ELSE 0 END ORDER BY g)
-    FROM generate_series(0, dims - 1) AS g
-    CROSS JOIN norm
-    LEFT JOIN counts ON counts.i = g
+BEGIN
+    RETURN (
+        WITH tok AS (
+            SELECT sha256(convert_to(m[1], 'UTF8')) AS h
+            FROM regexp_matches(lower(input), '[a-z0-9]+', 'g') AS m
+        ), bucket AS (
+            SELECT ((get_byte(h, 0)::bigint << 24) | (get_byte(h, 1)::bigint << 16)
+                    | (get_byte(h, 2)::bigint << 8) | get_byte(h, 3)::bigint) % dims AS i,
+                   CASE WHEN get_byte(h, 4) % 2 = 1 THEN 1 ELSE -1 END AS sign
+            FROM tok
+        ), counts AS (
+            SELECT i, sum(sign)::float8 AS c FROM bucket GROUP BY i
+        ), norm AS (
+            SELECT sqrt(coalesce(sum(c * c), 0)) AS n FROM counts
+        )
+        SELECT array_agg(CASE WHEN norm.n > 0 THEN coalesce(counts.c, 0) / norm.n ELSE 0 END ORDER BY g)
+        FROM generate_series(0, dims - 1) AS g
+        CROSS JOIN norm
+        LEFT JOIN counts ON counts.i = g
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.fake_embed_float8(text, integer) IS
@@ -343,13 +410,17 @@ COMMENT ON FUNCTION dna.fake_embed_float8(text, integer) IS
 
 CREATE OR REPLACE FUNCTION dna.cosine_similarity(a double precision[], b double precision[])
 RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    -- Accumulated in index order (as the reference), over the common length.
-    SELECT CASE WHEN coalesce(s.na, 0) = 0 OR coalesce(s.nb, 0) = 0 THEN 0.0::float8
-                ELSE s.dot / sqrt(s.na) / sqrt(s.nb) END
-    FROM (SELECT sum(x * y) AS dot, sum(x * x) AS na, sum(y * y) AS nb
-          FROM unnest(a, b) AS u(x, y) WHERE x IS NOT NULL AND y IS NOT NULL) AS s
+BEGIN
+    RETURN (
+        -- Accumulated in index order (as the reference), over the common length.
+        SELECT CASE WHEN coalesce(s.na, 0) = 0 OR coalesce(s.nb, 0) = 0 THEN 0.0::float8
+                    ELSE s.dot / sqrt(s.na) / sqrt(s.nb) END
+        FROM (SELECT sum(x * y) AS dot, sum(x * x) AS na, sum(y * y) AS nb
+              FROM unnest(a, b) AS u(x, y) WHERE x IS NOT NULL AND y IS NOT NULL) AS s
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.cosine_similarity(double precision[], double precision[]) IS
@@ -358,22 +429,42 @@ COMMENT ON FUNCTION dna.cosine_similarity(double precision[], double precision[]
 
 CREATE OR REPLACE FUNCTION dna.ecphory_tokens(value text)
 RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce(array_agg(DISTINCT t ORDER BY t), '{}')
-    FROM regexp_split_to_table(lower(coalesce(value, '')), '[-\s/_]+') AS t
-    WHERE t <> ''
+BEGIN
+    -- Split on [\s/_-]+ without a regular expression (hot path: no compiled-regex cache churn).
+    RETURN ARRAY(SELECT DISTINCT t
+                 FROM unnest(string_to_array(translate(lower(coalesce(value, '')),
+                                                       E'\t\n\r\f\v/_-\u00a0\u2028\u2029\u3000', '             '), ' ')) AS t
+                 WHERE t <> '' ORDER BY t);
+END
 $$;
 
 COMMENT ON FUNCTION dna.ecphory_tokens(text) IS
 'Ecphory token set: lower-cased text split on [\s/_-]+, distinct, sorted. Pure.';
 
-CREATE OR REPLACE FUNCTION dna.json_text_set(value jsonb)
+CREATE OR REPLACE FUNCTION dna.ecphory_token_list(value text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce(array_agg(DISTINCT e ORDER BY e), '{}')
-    FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(value) = 'array' THEN value ELSE '[]'::jsonb END) AS e
+    SELECT array_remove(string_to_array(translate(lower(coalesce(value, '')),
+                                                  E'\t\n\r\f\v/_-\u00a0\u2028\u2029\u3000', '             '), ' '), '')
+$$;
+
+COMMENT ON FUNCTION dna.ecphory_token_list(text) IS
+'The ecphory tokens of a text as a plain list (duplicates kept, unsorted): the fast form of '
+'dna.ecphory_tokens for set tests with <@ and &&. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.json_text_set(value jsonb)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'array' OR value = '[]'::jsonb THEN
+        RETURN '{}';
+    END IF;
+    RETURN ARRAY(SELECT DISTINCT e FROM jsonb_array_elements_text(value) AS e ORDER BY e);
+END
 $$;
 
 COMMENT ON FUNCTION dna.json_text_set(jsonb) IS
@@ -422,14 +513,14 @@ BEGIN
 
     -- Path 1: area token overlap.
     IF ec_area <> '' AND cue_area <> '' THEN
-        ec_tokens := dna.ecphory_tokens(ec_area);
-        cue_tokens := dna.ecphory_tokens(cue_area);
+        ec_tokens := dna.ecphory_token_list(ec_area);
+        cue_tokens := dna.ecphory_token_list(cue_area);
         IF cardinality(ec_tokens) > 0 AND cardinality(cue_tokens) > 0 THEN
-            common := ARRAY(SELECT unnest(ec_tokens) INTERSECT SELECT unnest(cue_tokens) ORDER BY 1);
-            IF common = ec_tokens OR common = cue_tokens THEN
+            IF ec_tokens <@ cue_tokens OR cue_tokens <@ ec_tokens THEN   -- one set contains the other
                 area_score := 0.55;
                 area_label := 'area';
-            ELSIF cardinality(common) > 0 THEN
+            ELSIF ec_tokens && cue_tokens THEN
+                common := ARRAY(SELECT unnest(ec_tokens) INTERSECT SELECT unnest(cue_tokens));
                 jac := cardinality(common)::float8
                        / (SELECT count(*) FROM (SELECT unnest(ec_tokens) UNION SELECT unnest(cue_tokens)) AS u)::float8;
                 area_score := 0.55 * jac;
@@ -447,8 +538,8 @@ BEGIN
             summary_score := 0.55;
             summary_label := 'summary';
         ELSE
-            q_tokens := dna.ecphory_tokens(cue_q);
-            IF cardinality(q_tokens) > 0 AND q_tokens <@ dna.ecphory_tokens(haystack) THEN
+            q_tokens := dna.ecphory_token_list(cue_q);
+            IF cardinality(q_tokens) > 0 AND q_tokens <@ dna.ecphory_token_list(haystack) THEN
                 summary_score := 0.28;
                 summary_label := 'summary-tokens';
             END IF;
@@ -474,8 +565,10 @@ BEGIN
     END IF;
 
     -- co_topics Jaccard.
-    ec_topics := dna.json_text_set(ec -> 'co_topics');
-    cue_topics := dna.json_text_set(cue -> 'co_topics');
+    IF jsonb_typeof(cue -> 'co_topics') = 'array' AND jsonb_typeof(ec -> 'co_topics') = 'array' THEN
+        ec_topics := dna.json_text_set(ec -> 'co_topics');
+        cue_topics := dna.json_text_set(cue -> 'co_topics');
+    END IF;
     IF cardinality(ec_topics) > 0 AND cardinality(cue_topics) > 0 THEN
         n_common := (SELECT count(*) FROM (SELECT unnest(ec_topics) INTERSECT SELECT unnest(cue_topics)) AS i);
         n_union := (SELECT count(*) FROM (SELECT unnest(ec_topics) UNION SELECT unnest(cue_topics)) AS u);
@@ -486,9 +579,11 @@ BEGIN
     END IF;
 
     -- source_refs distinctiveness.
-    ec_refs := CASE WHEN dna.json_truthy(ec -> 'source_refs') THEN dna.json_text_set(ec -> 'source_refs')
-                    ELSE dna.json_text_set(spec -> 'source_refs') END;
-    cue_refs := dna.json_text_set(cue -> 'source_refs');
+    IF jsonb_typeof(cue -> 'source_refs') = 'array' AND cue -> 'source_refs' <> '[]'::jsonb THEN
+        ec_refs := CASE WHEN dna.json_truthy(ec -> 'source_refs') THEN dna.json_text_set(ec -> 'source_refs')
+                        ELSE dna.json_text_set(spec -> 'source_refs') END;
+        cue_refs := dna.json_text_set(cue -> 'source_refs');
+    END IF;
     IF cardinality(ec_refs) > 0 AND cardinality(cue_refs) > 0 AND ec_refs && cue_refs THEN
         score := score + 0.15;
         matched := matched || 'source_refs'::text;
@@ -560,10 +655,12 @@ COMMENT ON FUNCTION dna.ecphory_adjust(double precision, jsonb, timestamptz) IS
 CREATE OR REPLACE FUNCTION dna.ecphory_score(spec jsonb, query text, cosine double precision,
                                              now timestamptz)
 RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT dna.ecphory_adjust(s.score, spec, now)
-    FROM dna.score_engram(spec, jsonb_build_object('query', coalesce(query, '')), cosine) AS s
+BEGIN
+    RETURN dna.ecphory_adjust((dna.score_engram(spec, jsonb_build_object('query', coalesce(query, '')), cosine)).score,
+                              spec, now);
+END
 $$;
 
 COMMENT ON FUNCTION dna.ecphory_score(jsonb, text, double precision, timestamptz) IS
@@ -574,47 +671,53 @@ CREATE OR REPLACE FUNCTION dna.semantic_recall_fusion(hits jsonb, engrams jsonb,
                                                       semantic jsonb, now timestamptz,
                                                       rrf_k double precision DEFAULT 60)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    WITH h AS (
-        SELECT e.hit, coalesce(e.hit ->> 'key', e.hit ->> 'name') AS key, e.ord
-        FROM jsonb_array_elements(coalesce(hits, '[]')) WITH ORDINALITY AS e(hit, ord)
-        WHERE coalesce(e.hit ->> 'name', '') <> ''
-    ), first_hit AS (                                      -- a repeated key keeps its first (best) hit
-        SELECT DISTINCT ON (h.key) h.key, h.hit, h.ord FROM h ORDER BY h.key, h.ord
-    ), recall AS (
-        SELECT f.key, f.hit, row_number() OVER (ORDER BY f.ord)::integer AS rank_recall FROM first_hit AS f
-    ), cos AS (
-        SELECT s.key, s.value::float8 AS cosine
-        FROM jsonb_each_text(coalesce(semantic, '{}')) AS s(key, value)
-        WHERE s.value::float8 > 0                          -- no signal is never a penalty
-    ), scored AS (
-        SELECT DISTINCT ON (x.key) x.key, x.score
-        FROM (SELECT coalesce(e.en ->> 'key', e.en ->> 'name') AS key,
-                     dna.ecphory_score(coalesce(e.en -> 'spec', '{}'), query, c.cosine, now) AS score
-              FROM jsonb_array_elements(coalesce(engrams, '[]')) AS e(en)
-              LEFT JOIN cos AS c ON c.key = coalesce(e.en ->> 'key', e.en ->> 'name')) AS x
-        WHERE x.score >= 0.30 AND x.key IS NOT NULL
-        ORDER BY x.key, x.score DESC
-    ), ecphory AS (
-        SELECT s.key, s.score, row_number() OVER (ORDER BY s.score DESC, s.key COLLATE "C")::integer AS rank_ecphory
-        FROM scored AS s
-    ), fused AS (
-        SELECT r.key, r.hit, r.rank_recall, e.rank_ecphory, e.score AS score_ecphory, c.cosine,
-               dna.rrf(ARRAY[r.rank_recall, e.rank_ecphory], NULL, rrf_k) AS score
-        FROM recall AS r
-        LEFT JOIN ecphory AS e ON e.key = r.key
-        LEFT JOIN cos AS c ON c.key = r.key
-    )
-    SELECT coalesce(jsonb_agg(
-               f.hit || jsonb_build_object('score', f.score,
-                                           'score_recall', coalesce((f.hit ->> 'score')::float8, 0.0),
-                                           'rank_recall', f.rank_recall)
-                     || CASE WHEN f.rank_ecphory IS NULL THEN '{}'::jsonb
-                             ELSE jsonb_build_object('rank_ecphory', f.rank_ecphory, 'score_ecphory', f.score_ecphory) END
-                     || CASE WHEN f.cosine IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('semantic', f.cosine) END
-               ORDER BY f.score DESC, f.key COLLATE "C"), '[]'::jsonb)
-    FROM fused AS f
+BEGIN
+    RETURN (
+        WITH h AS (
+            SELECT e.hit, coalesce(e.hit ->> 'key', e.hit ->> 'name') AS key, e.ord
+            FROM jsonb_array_elements(coalesce(hits, '[]')) WITH ORDINALITY AS e(hit, ord)
+            WHERE coalesce(e.hit ->> 'name', '') <> ''
+        ), first_hit AS (                                      -- a repeated key keeps its first (best) hit
+            SELECT DISTINCT ON (h.key) h.key, h.hit, h.ord FROM h ORDER BY h.key, h.ord
+        ), recall AS (
+            SELECT f.key, f.hit, row_number() OVER (ORDER BY f.ord)::integer AS rank_recall FROM first_hit AS f
+        ), cos AS (
+            SELECT s.key, s.value::float8 AS cosine
+            FROM jsonb_each_text(coalesce(semantic, '{}')) AS s(key, value)
+            WHERE s.value::float8 > 0                          -- no signal is never a penalty
+        ), raw_scores AS MATERIALIZED (                    -- each candidate scored once
+            SELECT coalesce(e.en ->> 'key', e.en ->> 'name') AS key,
+                   dna.ecphory_score(coalesce(e.en -> 'spec', '{}'), query, c.cosine, now) AS score
+            FROM jsonb_array_elements(coalesce(engrams, '[]')) AS e(en)
+            LEFT JOIN cos AS c ON c.key = coalesce(e.en ->> 'key', e.en ->> 'name')
+        ), scored AS (
+            SELECT DISTINCT ON (x.key) x.key, x.score
+            FROM raw_scores AS x
+            WHERE x.score >= 0.30 AND x.key IS NOT NULL
+            ORDER BY x.key, x.score DESC
+        ), ecphory AS (
+            SELECT s.key, s.score, row_number() OVER (ORDER BY s.score DESC, s.key COLLATE "C")::integer AS rank_ecphory
+            FROM scored AS s
+        ), fused AS (
+            SELECT r.key, r.hit, r.rank_recall, e.rank_ecphory, e.score AS score_ecphory, c.cosine,
+                   dna.rrf(ARRAY[r.rank_recall, e.rank_ecphory], NULL, rrf_k) AS score
+            FROM recall AS r
+            LEFT JOIN ecphory AS e ON e.key = r.key
+            LEFT JOIN cos AS c ON c.key = r.key
+        )
+        SELECT coalesce(jsonb_agg(
+                   f.hit || jsonb_build_object('score', f.score,
+                                               'score_recall', coalesce((f.hit ->> 'score')::float8, 0.0),
+                                               'rank_recall', f.rank_recall)
+                         || CASE WHEN f.rank_ecphory IS NULL THEN '{}'::jsonb
+                                 ELSE jsonb_build_object('rank_ecphory', f.rank_ecphory, 'score_ecphory', f.score_ecphory) END
+                         || CASE WHEN f.cosine IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('semantic', f.cosine) END
+                   ORDER BY f.score DESC, f.key COLLATE "C"), '[]'::jsonb)
+        FROM fused AS f
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.semantic_recall_fusion(jsonb, jsonb, text, jsonb, timestamptz, double precision) IS
@@ -632,10 +735,14 @@ COMMENT ON FUNCTION dna.semantic_recall_fusion(jsonb, jsonb, text, jsonb, timest
 
 CREATE OR REPLACE FUNCTION dna.recallable_kinds()
 RETURNS text[]
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce(array_agg(k.kind ORDER BY k.kind COLLATE "C"), '{}')
-    FROM dna.dna_kinds AS k WHERE 'memory.recallable' = ANY (k.traits)
+BEGIN
+    RETURN (
+        SELECT coalesce(array_agg(k.kind ORDER BY k.kind COLLATE "C"), '{}')
+        FROM dna.dna_kinds AS k WHERE 'memory.recallable' = ANY (k.traits)
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.recallable_kinds() IS
@@ -733,20 +840,24 @@ COMMENT ON FUNCTION dna.validate_claims(jsonb) IS
 
 CREATE OR REPLACE FUNCTION dna.derive_encoding_context(spec jsonb)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT jsonb_build_object(
-        'area', coalesce(CASE WHEN dna.json_truthy(spec -> 'area') THEN spec ->> 'area' END, ''),
-        'affect', coalesce(CASE WHEN dna.json_truthy(spec -> 'affect') THEN spec ->> 'affect' END, 'neutral'),
-        'time_of_day', dna.time_of_day(spec ->> 'created_at'),
-        'co_topics', coalesce((SELECT jsonb_agg(t.tag ORDER BY t.first)
-                               FROM (SELECT e.tag, min(e.ord) AS first
-                                     FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(spec -> 'tags') = 'array'
-                                                                         THEN spec -> 'tags' ELSE '[]' END)
-                                          WITH ORDINALITY AS e(tag, ord)
-                                     WHERE e.tag <> '' GROUP BY e.tag ORDER BY first LIMIT 5) AS t), '[]'::jsonb),
-        'source_refs', CASE WHEN jsonb_typeof(spec -> 'source_refs') = 'array' THEN spec -> 'source_refs' ELSE '[]' END,
-        '_derived', 'verb-autostamp')
+BEGIN
+    RETURN (
+        SELECT jsonb_build_object(
+            'area', coalesce(CASE WHEN dna.json_truthy(spec -> 'area') THEN spec ->> 'area' END, ''),
+            'affect', coalesce(CASE WHEN dna.json_truthy(spec -> 'affect') THEN spec ->> 'affect' END, 'neutral'),
+            'time_of_day', dna.time_of_day(spec ->> 'created_at'),
+            'co_topics', coalesce((SELECT jsonb_agg(t.tag ORDER BY t.first)
+                                   FROM (SELECT e.tag, min(e.ord) AS first
+                                         FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(spec -> 'tags') = 'array'
+                                                                             THEN spec -> 'tags' ELSE '[]' END)
+                                              WITH ORDINALITY AS e(tag, ord)
+                                         WHERE e.tag <> '' GROUP BY e.tag ORDER BY first LIMIT 5) AS t), '[]'::jsonb),
+            'source_refs', CASE WHEN jsonb_typeof(spec -> 'source_refs') = 'array' THEN spec -> 'source_refs' ELSE '[]' END,
+            '_derived', 'verb-autostamp')
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.derive_encoding_context(jsonb) IS
@@ -860,9 +971,13 @@ COMMENT ON FUNCTION dna.prepare_memory_spec(text, jsonb, timestamptz) IS
 
 CREATE OR REPLACE FUNCTION dna.kind_has_trait(kind text, trait text)
 RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce((SELECT trait = ANY (k.traits) FROM dna.dna_kinds AS k WHERE k.kind = kind_has_trait.kind), false)
+BEGIN
+    RETURN (
+        SELECT coalesce((SELECT trait = ANY (k.traits) FROM dna.dna_kinds AS k WHERE k.kind = kind_has_trait.kind), false)
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.kind_has_trait(text, text) IS
@@ -870,12 +985,16 @@ COMMENT ON FUNCTION dna.kind_has_trait(text, text) IS
 
 CREATE OR REPLACE FUNCTION dna.spec_valid_at(spec jsonb, fallback_from timestamptz)
 RETURNS tstzrange
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT tstzrange(l.lo, CASE WHEN u.hi IS NOT NULL AND u.hi < l.lo THEN l.lo ELSE u.hi END, '[)')
-    FROM (SELECT coalesce(dna.parse_timestamptz(spec ->> 'valid_from'), dna.parse_timestamptz(spec ->> 'created_at'),
-                          fallback_from) AS lo) AS l,
-         (SELECT dna.parse_timestamptz(spec ->> 'valid_to') AS hi) AS u
+BEGIN
+    RETURN (
+        SELECT tstzrange(l.lo, CASE WHEN u.hi IS NOT NULL AND u.hi < l.lo THEN l.lo ELSE u.hi END, '[)')
+        FROM (SELECT coalesce(dna.parse_timestamptz(spec ->> 'valid_from'), dna.parse_timestamptz(spec ->> 'created_at'),
+                              fallback_from) AS lo) AS l,
+             (SELECT dna.parse_timestamptz(spec ->> 'valid_to') AS hi) AS u
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.spec_valid_at(jsonb, timestamptz) IS
@@ -1023,10 +1142,14 @@ COMMENT ON FUNCTION dna.set_op(text) IS
 
 CREATE OR REPLACE FUNCTION dna.memory_name(kind text, spec jsonb)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT 'rem-' || left(encode(sha256(convert_to(kind || E'\n' || dna.engram_text(spec) || E'\n' ||
-                                                   coalesce(spec ->> 'summary', ''), 'UTF8')), 'hex'), 16)
+BEGIN
+    RETURN (
+        SELECT 'rem-' || left(encode(sha256(convert_to(kind || E'\n' || dna.engram_text(spec) || E'\n' ||
+                                                       coalesce(spec ->> 'summary', ''), 'UTF8')), 'hex'), 16)
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
@@ -1114,24 +1237,26 @@ COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vec
 
 CREATE OR REPLACE FUNCTION dna.memory_display(hit jsonb, spec jsonb)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT hit
-        || jsonb_strip_nulls(jsonb_build_object(
-               'summary', CASE WHEN hit ? 'summary' THEN NULL ELSE spec -> 'summary' END,
-               'area', CASE WHEN hit ? 'area' THEN NULL ELSE spec -> 'area' END,
-               'affect', CASE WHEN hit ? 'affect' THEN NULL
-                              ELSE coalesce(spec -> 'affect', spec #> '{encoding_context,affect}') END,
-               'tags', CASE WHEN hit ? 'tags' THEN NULL ELSE spec -> 'tags' END,
-               'memory_type', CASE WHEN hit ? 'memory_type' THEN NULL ELSE spec -> 'memory_type' END,
-               'created_at', CASE WHEN hit ? 'created_at' THEN NULL
-                                  ELSE coalesce(spec -> 'created_at', spec -> 'valid_from', spec #> '{cues_history,0,at}') END,
-               'valid_from', CASE WHEN hit ? 'valid_from' THEN NULL ELSE spec -> 'valid_from' END,
-               'valid_to', CASE WHEN hit ? 'valid_to' THEN NULL ELSE spec -> 'valid_to' END))
-        || CASE WHEN hit ->> 'title' IS NULL
-                     AND coalesce(nullif(spec ->> 'title', ''), nullif(spec ->> 'summary', '')) IS NOT NULL
-                THEN jsonb_build_object('title', coalesce(nullif(spec ->> 'title', ''), spec ->> 'summary'))
-                ELSE '{}'::jsonb END
+DECLARE
+    extra jsonb := jsonb_strip_nulls(jsonb_build_object(
+        'summary', spec -> 'summary',
+        'area', spec -> 'area',
+        'affect', coalesce(spec -> 'affect', spec #> '{encoding_context,affect}'),
+        'tags', spec -> 'tags',
+        'memory_type', spec -> 'memory_type',
+        'created_at', coalesce(spec -> 'created_at', spec -> 'valid_from', spec #> '{cues_history,0,at}'),
+        'valid_from', spec -> 'valid_from',
+        'valid_to', spec -> 'valid_to',
+        'title', CASE WHEN coalesce(hit ->> 'title', '') = '' THEN
+                      to_jsonb(coalesce(nullif(spec ->> 'title', ''), nullif(spec ->> 'summary', ''))) END));
+BEGIN
+    IF hit ->> 'title' IS NULL THEN
+        hit := hit - 'title';                              -- a JSON null title is replaced
+    END IF;
+    RETURN extra || hit;                                   -- the hit's own keys win
+END
 $$;
 
 COMMENT ON FUNCTION dna.memory_display(jsonb, jsonb) IS
@@ -1142,26 +1267,30 @@ COMMENT ON FUNCTION dna.memory_display(jsonb, jsonb) IS
 
 CREATE OR REPLACE FUNCTION dna.reconsolidated_spec(spec jsonb, now timestamptz, cue text, actor text)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT spec
-        || jsonb_build_object(
-               'cues_history',
-               (SELECT coalesce(jsonb_agg(c.value ORDER BY c.ord), '[]'::jsonb)
-                FROM (SELECT e.value, e.ord, count(*) OVER () AS n
-                      FROM jsonb_array_elements(
-                               CASE WHEN jsonb_typeof(spec -> 'cues_history') = 'array' THEN spec -> 'cues_history' ELSE '[]' END
-                               || jsonb_build_array(jsonb_build_object('at', dna.iso8601(now), 'cue', left(coalesce(cue, ''), 120),
-                                                                       'actor', coalesce(nullif(actor, ''), 'unknown'))))
-                           WITH ORDINALITY AS e(value, ord)) AS c
-                WHERE c.ord > c.n - 50),
-               'last_surfaced', dna.iso8601(now),
-               'surface_count', coalesce(CASE WHEN jsonb_typeof(spec -> 'surface_count') = 'number'
-                                              THEN (spec ->> 'surface_count')::numeric::bigint END, 0) + 1)
-        || CASE WHEN jsonb_typeof(spec -> 'confidence_score') = 'number'
-                THEN jsonb_build_object('confidence_score',
-                                        round(least(10.0, (spec ->> 'confidence_score')::numeric + 0.05), 3))
-                ELSE '{}'::jsonb END
+BEGIN
+    RETURN (
+        SELECT spec
+            || jsonb_build_object(
+                   'cues_history',
+                   (SELECT coalesce(jsonb_agg(c.value ORDER BY c.ord), '[]'::jsonb)
+                    FROM (SELECT e.value, e.ord, count(*) OVER () AS n
+                          FROM jsonb_array_elements(
+                                   CASE WHEN jsonb_typeof(spec -> 'cues_history') = 'array' THEN spec -> 'cues_history' ELSE '[]' END
+                                   || jsonb_build_array(jsonb_build_object('at', dna.iso8601(now), 'cue', left(coalesce(cue, ''), 120),
+                                                                           'actor', coalesce(nullif(actor, ''), 'unknown'))))
+                               WITH ORDINALITY AS e(value, ord)) AS c
+                    WHERE c.ord > c.n - 50),
+                   'last_surfaced', dna.iso8601(now),
+                   'surface_count', coalesce(CASE WHEN jsonb_typeof(spec -> 'surface_count') = 'number'
+                                                  THEN (spec ->> 'surface_count')::numeric::bigint END, 0) + 1)
+            || CASE WHEN jsonb_typeof(spec -> 'confidence_score') = 'number'
+                    THEN jsonb_build_object('confidence_score',
+                                            round(least(10.0, (spec ->> 'confidence_score')::numeric + 0.05), 3))
+                    ELSE '{}'::jsonb END
+    );
+END
 $$;
 
 COMMENT ON FUNCTION dna.reconsolidated_spec(jsonb, timestamptz, text, text) IS
@@ -1229,9 +1358,9 @@ BEGIN
                av.created_at AS past_recorded, hist.first_version
         FROM s
         LEFT JOIN dna.dna_kinds AS dk ON dk.kind = s.kind
-        LEFT JOIN dna.dna_instances AS i
-               ON i.scope = scope AND i.kind = s.kind AND i.api_version = dk.api_version
-              AND i.name = s.name AND i.tenant = s.tenant
+        LEFT JOIN LATERAL (SELECT i.spec, i.valid_at, i.name FROM dna.dna_instances AS i   -- one index probe per hit
+                           WHERE i.scope = scope AND i.kind = s.kind AND i.api_version = dk.api_version
+                             AND i.name = s.name AND i.tenant = s.tenant LIMIT 1) AS i ON true
         LEFT JOIN LATERAL (SELECT v.spec, v.valid_at, v.version, v.created_at FROM dna.dna_versions AS v
                            WHERE as_of IS NOT NULL AND v.scope = scope AND v.kind = s.kind
                              AND v.api_version = dk.api_version AND v.name = s.name AND v.tenant = s.tenant
@@ -1247,7 +1376,7 @@ BEGIN
                as_of IS NOT NULL AND c.past_version IS NULL
                    AND (c.first_version IS NULL OR c.first_version > 1) AS blind
         FROM c
-    ), scored AS (
+    ), scored AS MATERIALIZED (                            -- retention computed once per row
         SELECT r.*,
                CASE WHEN r.kind = 'Engram' AND r.spec <> '{}'::jsonb THEN dna.memory_retention(r.spec, world) END AS retention
         FROM r
