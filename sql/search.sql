@@ -1,6 +1,7 @@
 -- pydna SQL package — search plane.
--- Width routing, model registry, document index/delete, and hybrid search (dense KNN + lexical,
--- fused by dna.rrf). Tables come from the alembic revisions; this file only defines functions.
+-- Width routing, model registry, document index/delete, and hybrid search (dense KNN + BM25
+-- lexical lane from sql/bm25.sql, fused by dna.rrf). Tables come from the alembic revisions; this
+-- file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
 -- Validation helpers
@@ -177,9 +178,10 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
-'The lexical lane''s tsquery: an OR of the lexemes of to_tsvector(config, query), so a natural-language '
-'question matches documents holding only some of its words. Never raises on user text (tsquery '
-'operators, quotes, URLs, e-mail addresses); returns NULL when the text has no lexemes (blank or stop words only).';
+'An OR tsquery of the lexemes of to_tsvector(config, query), so a natural-language question matches '
+'documents holding only some of its words (for tsv @@ matching; dna.search''s lexical lane scores the '
+'same lexemes with BM25, dna.bm25). Never raises on user text (tsquery operators, quotes, URLs, e-mail '
+'addresses); returns NULL when the text has no lexemes (blank or stop words only).';
 
 -- ---------------------------------------------------------------------------------------------
 -- Index and delete
@@ -245,11 +247,14 @@ BEGIN
                                   'text_hash', new_hash, 'embedded', old_has_embedding);
     END IF;
 
-    EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body, embedding)
-                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+    -- ts_config: the scope's text-search configuration (dna.set_search_config; default english).
+    EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
+                                        embedding, ts_config)
+                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, c.ts_config FROM dna.search_config($1) AS c
                     ON CONFLICT (scope, kind, name, tenant, model_id) DO UPDATE
                     SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
-                        body = excluded.body, embedding = excluded.embedding, updated_at = now()', tbl)
+                        body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
+                        updated_at = now()', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240)),
               coalesce(body, ''), emb;
@@ -261,7 +266,8 @@ $$;
 COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text) IS
 'Upserts one document into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id). '
 'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
-'(lexical-only). Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
+'(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
+'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
 'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
 'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
 'key, empty text, unknown model_id without a vector, width differing from the registered one, NaN '
@@ -323,7 +329,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text) IS
-'Removes a document from both lanes of every width table (for one model_id, or all when NULL). '
+'Removes a document from both lanes of every width table (for one model_id, or all when NULL); its '
+'BM25 postings and statistics go with it (trigger). '
 'Returns the number of rows deleted (0 when absent). Errors: 22023 for blank keys.';
 
 -- ---------------------------------------------------------------------------------------------
@@ -335,7 +342,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
-    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT 60)
+    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -343,8 +350,9 @@ AS $$
 DECLARE
     dims integer;
     tbl regclass;
-    depth integer;
-    q tsquery;
+    cfg record;
+    dense_depth integer;
+    lexical_depth integer;
     dense_order text;
     lane_filter text;
     dense_sql text;
@@ -375,10 +383,16 @@ BEGIN
         RETURN;                                          -- a blank query has no hits, and is no error
     END IF;
 
-    depth := coalesce(candidates, greatest(4 * k, 40));
-    q := dna.lexical_query(query);
+    -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in rule
+    -- (bench/RESULTS.md: chosen on the SciFact train split): each lane fetches max(4k, 40) candidates,
+    -- weights (1, 1), rrf_k 60.
+    SELECT * INTO cfg FROM dna.search_config(scope);
+    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 40));
+    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 40));
+    weights := coalesce(weights, cfg.weights);
+    rrf_k := coalesce(rrf_k, cfg.rrf_k, 60);
 
-    -- Filters shared by both lanes, applied inside each lane so that neither starves the fused list.
+    -- Filters, applied inside each lane so that neither starves the fused list.
     -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
     lane_filter := format(
         't.scope = $1 AND t.model_id = $2
@@ -392,7 +406,7 @@ BEGIN
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
         -- filter still yields the candidates. Planner settings are transaction-local.
         PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
-        PERFORM set_config('hnsw.ef_search', least(greatest(depth, 40), 1000)::text, true);
+        PERFORM set_config('hnsw.ef_search', least(greatest(dense_depth, 40), 1000)::text, true);
         IF dims > 2000 THEN                              -- indexed as halfvec; re-scored below in full precision
             dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
         ELSE
@@ -409,15 +423,13 @@ BEGIN
                              NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
     END IF;
 
+    -- Lexical lane: BM25 (dna.bm25) over the OR of the query's lexemes, same filters and overlay.
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
-             SELECT c.kind, c.name, c.tenant, c.lexical_score,
-                    row_number() OVER (ORDER BY c.lexical_score DESC, c.kind, c.name, c.tenant)::integer AS rnk
-             FROM (SELECT t.kind, t.name, t.tenant, ts_rank(t.tsv, $8)::float8 AS lexical_score
-                   FROM %s AS t
-                   WHERE $8 IS NOT NULL AND t.tsv @@ $8 AND %s
-                   ORDER BY lexical_score DESC, t.kind, t.name, t.tenant LIMIT $4) AS c
+             SELECT c.kind, c.name, c.tenant, c.score AS lexical_score,
+                    row_number() OVER (ORDER BY c.score DESC, c.kind, c.name, c.tenant)::integer AS rnk
+             FROM dna.bm25($1, $8, $2, $6, $5, $7, $13) AS c
          ),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
@@ -434,19 +446,20 @@ BEGIN
          FROM fused AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, lane_filter, tbl)
-        USING scope, model_id, query_embedding, depth, kinds, tenant, name_prefix, q,
-              weights, rrf_k, k, degraded;
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl)
+        USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, query,
+              weights, rrf_k, k, degraded, lexical_depth;
 END
 $$;
 
 COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
-'with iterative scans) and a lexical lane (full-text, OR of the query lexemes), each over-fetching '
-'`candidates` rows (default max(4k, 40)) with the filters (model_id, kinds, name_prefix, tenant '
-'overlay) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, rrf_k). Returns '
-'at most k (0..1000, default 10) dna.search_hit rows ordered by score DESC then (kind, name, tenant): '
-'score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine in [-1, 1], lexical_score = ts_rank, '
-'ranks 1-based or NULL when absent from a lane, degraded = true when query_embedding is NULL '
-'(lexical only). A blank query returns no rows. Errors: 22023 (unknown model_id, width mismatch, '
-'bad k/candidates/weights), 22001 (query > 10000 chars), 42501 (reserved tenant).';
+'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
+'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
+'name_prefix, tenant overlay) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
+'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else candidates = max(4k, 40) '
+'per lane, weights (1, 1), rrf_k 60. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
+'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
+'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
+'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
+'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant).';

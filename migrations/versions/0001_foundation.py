@@ -7,7 +7,9 @@ Create Date: 2026-11-30
 Creates (schema ``dna``): ``dna_instances`` (current state, bitemporal ``valid_at``),
 ``dna_versions`` (append-only history), ``dna_kinds`` (seeded with Engram, Research, Evidence),
 ``dna_models`` (model_id → width), ``dna_search_docs_{384,768,1024,1536,3072}`` with a GIN index on
-the tsvector and HNSW cosine indexes (``halfvec`` expression index for 3072), and the functions of
+the tsvector and HNSW cosine indexes (``halfvec`` expression index for 3072), the BM25 lexical
+index (``dna_bm25_postings``, ``dna_bm25_stats``, kept by triggers on every search table),
+per-scope search settings (``dna_search_config``), and the functions of ``sql/bm25.sql``,
 ``sql/embedding.sql``, ``sql/fusion.sql``, ``sql/search.sql``.
 
 Every PRIMARY KEY / UNIQUE / EXCLUDE includes ``scope`` (the Citus distribution column);
@@ -61,16 +63,79 @@ CREATE TABLE {table} (
     title      text,
     snippet    text,
     body       text NOT NULL DEFAULT '',
+    doc_id     bigint NOT NULL DEFAULT nextval('dna.dna_search_doc_id_seq'),
     ts_config  regconfig NOT NULL DEFAULT 'english',
     tsv        tsvector GENERATED ALWAYS AS (to_tsvector(ts_config, coalesce(title, '') || ' ' || body)) STORED,
     embedding  vector({dims}),
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT dna_search_docs_{dims}_key UNIQUE (scope, kind, name, tenant, model_id)
+    CONSTRAINT dna_search_docs_{dims}_key UNIQUE (scope, kind, name, tenant, model_id),
+    CONSTRAINT dna_search_docs_{dims}_doc_id_key UNIQUE (scope, doc_id)
 );
 CREATE INDEX dna_search_docs_{dims}_tsv_gin ON {table} USING gin (tsv);
 {hnsw}
+-- BM25 postings and statistics follow every change of the stored tsvector (sql/bm25.sql).
+CREATE TRIGGER dna_search_docs_{dims}_bm25_ins AFTER INSERT ON {table}
+    FOR EACH ROW EXECUTE FUNCTION dna.bm25_maintain();
+CREATE TRIGGER dna_search_docs_{dims}_bm25_del AFTER DELETE ON {table}
+    FOR EACH ROW EXECUTE FUNCTION dna.bm25_maintain();
+CREATE TRIGGER dna_search_docs_{dims}_bm25_upd AFTER UPDATE ON {table}
+    FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv OR OLD.scope <> NEW.scope OR OLD.model_id <> NEW.model_id
+                       OR OLD.tenant <> NEW.tenant OR OLD.doc_id <> NEW.doc_id)
+    EXECUTE FUNCTION dna.bm25_maintain();
+CREATE TRIGGER dna_search_docs_{dims}_bm25_truncate AFTER TRUNCATE ON {table}
+    FOR EACH STATEMENT EXECUTE FUNCTION dna.bm25_truncate('{dims}');
 COMMENT ON TABLE {table} IS 'Search documents embedded at width {dims}; every read and write filters on model_id.';
+"""
+
+
+_BM25 = """
+CREATE SEQUENCE dna.dna_search_doc_id_seq AS bigint;
+COMMENT ON SEQUENCE dna.dna_search_doc_id_seq IS 'doc_id of every search table (one sequence: a doc_id names one row across widths).';
+
+CREATE TABLE dna.dna_search_config (
+    scope              text PRIMARY KEY,
+    ts_config          regconfig NOT NULL DEFAULT 'english',
+    bm25_k1            double precision CHECK (bm25_k1 >= 0 AND bm25_k1 <= 100),
+    bm25_b             double precision CHECK (bm25_b >= 0 AND bm25_b <= 1),
+    weights            double precision[] CHECK (cardinality(weights) = 2),
+    rrf_k              double precision CHECK (rrf_k > 0),
+    dense_candidates   integer CHECK (dense_candidates BETWEEN 1 AND 10000),
+    lexical_candidates integer CHECK (lexical_candidates BETWEEN 1 AND 10000),
+    updated_at         timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE dna.dna_search_config IS 'Per-scope search settings (dna.set_search_config): text-search configuration, BM25 k1/b, hybrid weights, rrf_k and per-lane candidate depths; NULL = built-in default.';
+
+CREATE TABLE dna.dna_bm25_postings (
+    scope    text NOT NULL,
+    model_id text NOT NULL,
+    tenant   text NOT NULL,
+    lexeme   text NOT NULL,
+    doc_id   bigint NOT NULL,
+    tf       integer NOT NULL,
+    doc_len  integer NOT NULL,
+    CONSTRAINT dna_bm25_postings_pkey PRIMARY KEY (scope, model_id, tenant, lexeme, doc_id) INCLUDE (tf, doc_len)
+);
+COMMENT ON TABLE dna.dna_bm25_postings IS 'BM25 postings: one row per search document and lexeme of its tsvector (tf = positions, doc_len = the document''s token count). Maintained by dna.bm25_maintain(); read by dna.bm25.';
+
+CREATE TABLE dna.dna_bm25_stats (
+    scope     text NOT NULL,
+    model_id  text NOT NULL,
+    tenant    text NOT NULL,
+    n_docs    bigint NOT NULL,
+    total_len bigint NOT NULL,
+    CONSTRAINT dna_bm25_stats_pkey PRIMARY KEY (scope, model_id, tenant)
+);
+COMMENT ON TABLE dna.dna_bm25_stats IS 'BM25 partition statistics: document count and summed document length per (scope, model_id, tenant). Maintained by dna.bm25_maintain().';
+
+CREATE TYPE dna.bm25_hit AS (
+    kind   text,
+    name   text,
+    tenant text,
+    score  double precision,
+    doc_id bigint
+);
+COMMENT ON TYPE dna.bm25_hit IS 'One hit of dna.bm25: the document key, its BM25 score and doc_id.';
 """
 
 
@@ -152,6 +217,8 @@ CREATE TYPE dna.search_hit AS (
 );
 COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding.';
 """)
+    op.execute(_BM25)
+    op.execute(read_sql("bm25.sql"))  # before the width tables: their triggers call dna.bm25_maintain()
     for dims in WIDTHS:
         op.execute(_search_table(dims))
     for name in ("embedding.sql", "fusion.sql", "search.sql"):
