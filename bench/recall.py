@@ -67,13 +67,14 @@ def synth_memories(n: int, seed: int = 7) -> list[dict]:
     return out
 
 
-def synth_queries(memories: list[dict], q: int, seed: int = 11) -> list[str]:
+def synth_queries(memories: list[dict], q: int, seed: int = 11) -> list[tuple[str, str]]:
+    """``(query, name of the memory it was drawn from)`` pairs."""
     rng = random.Random(seed)
     queries = []
     for _ in range(q):
         m = rng.choice(memories)
         words = rng.sample(m["words"][:5], 3) + [rng.choice(WORDS)]
-        queries.append(" ".join(words))
+        queries.append((" ".join(words), m["name"]))
     return queries
 
 
@@ -124,7 +125,9 @@ def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int) -> dict
     emb = provider(embedder_name)
     dsn = fresh_database(server_dsn, f"dna_bench_recall_{embedder_name}")
     memories = synth_memories(n)
-    queries = synth_queries(memories, q)
+    pairs = synth_queries(memories, q)
+    queries = [text for text, _ in pairs]
+    sources = [src for _, src in pairs]
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("SELECT dna.register_model(%s, %s)", (emb.model_id, emb.dims))
@@ -176,8 +179,6 @@ def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int) -> dict
         default_ms, _ = timed(True, True)
         lexical_ms, lex_res = timed(False, False)
         # Quality sanity: the memory the query was drawn from is among the hits.
-        rng = random.Random(11)
-        sources = [rng.choice(memories)["name"] for _ in range(q)]
         found = sum(1 for src, res in zip(sources, read_res) if src in [h["name"] for h in res["hits"]])
         found_lex = sum(1 for src, res in zip(sources, lex_res) if src in [h["name"] for h in res["hits"]])
         versions = conn.execute("SELECT count(*) FROM dna.dna_versions").fetchone()[0]
@@ -236,13 +237,14 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"{r['model_id']}: seeded in {r['seed_s']} s (embedding {r['seed_embed_s']} s); source memory "
                       f"in top-{r['k']}: {r['source_in_top_k']:.1%} (lexical {r['source_in_top_k_lexical']:.1%}); "
                       f"target met: {r['meets_target']}")
+    console.print(f"load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     for name, why in skipped.items():
         console.print(f"skipped {name}: {why}")
 
     payload = {"benchmark": "recall", "target_p95_ms": TARGET_P95_MS, "memories": args.memories,
                "queries": args.queries, "k": args.k, "runs": runs, "skipped": skipped,
                "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                           "cpus": os.cpu_count()},
+                           "cpus": os.cpu_count(), "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]},
                "command": "python bench/recall.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

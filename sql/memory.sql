@@ -1008,14 +1008,16 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     stored_to jsonb;
+    traits text[];
 BEGIN
+    SELECT k.traits INTO traits FROM dna.dna_kinds AS k WHERE k.kind = NEW.kind;
     IF TG_OP = 'UPDATE' THEN
         NEW.updated_at := now();
         NEW.created_at := OLD.created_at;
         NEW.id := OLD.id;
         -- Bitemporal guard: a write that drops a stored valid_to gets it (and superseded_by_memory)
         -- back, unless the incoming spec.revivals quotes that exact valid_to (dna.revive does).
-        IF dna.kind_has_trait(NEW.kind, 'record.invalidate-only') THEN
+        IF 'record.invalidate-only' = ANY (traits) THEN
             stored_to := OLD.spec -> 'valid_to';
             IF dna.json_truthy(stored_to) AND NOT dna.json_truthy(NEW.spec -> 'valid_to')
                AND NOT EXISTS (SELECT 1
@@ -1030,9 +1032,12 @@ BEGIN
                     stored_to #>> '{}', NEW.kind, NEW.name;
             END IF;
         END IF;
+        IF NEW.spec = OLD.spec AND NEW.valid_at = OLD.valid_at THEN
+            RETURN NEW;                                    -- nothing to re-derive
+        END IF;
     END IF;
     -- World time mirrors the spec for memory Kinds: valid_at = [valid_from, valid_to).
-    IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
+    IF 'memory.recallable' = ANY (traits) THEN
         NEW.valid_at := dna.spec_valid_at(NEW.spec, coalesce(lower(NEW.valid_at), NEW.created_at, now()));
     END IF;
     RETURN NEW;
@@ -1430,24 +1435,38 @@ BEGIN
                      FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
 
     IF reconsolidate THEN
-        -- Light reconsolidation of the surfaced Engrams; fail-soft and never waits on a row lock.
-        FOR h IN SELECT e.value FROM jsonb_array_elements(top) AS e WHERE e.value ->> 'kind' = 'Engram' LOOP
-            BEGIN
-                PERFORM dna.set_op('reconsolidate');
-                PERFORM 1 FROM dna.dna_instances AS i
-                WHERE i.scope = scope AND i.kind = 'Engram' AND i.name = h ->> 'name' AND i.tenant = h ->> 'tenant'
-                FOR UPDATE NOWAIT;
-                IF FOUND THEN
-                    UPDATE dna.dna_instances AS i SET spec = dna.reconsolidated_spec(i.spec, world, query, actor)
-                    WHERE i.scope = scope AND i.kind = 'Engram' AND i.name = h ->> 'name' AND i.tenant = h ->> 'tenant';
-                    done := done || jsonb_build_array(h ->> 'name');
-                END IF;
-                PERFORM dna.set_op(NULL);
-            EXCEPTION WHEN OTHERS THEN
-                failed := failed || jsonb_build_array(jsonb_build_object('name', h ->> 'name', 'sqlstate', SQLSTATE,
-                                                                         'error', SQLERRM));
-            END;
-        END LOOP;
+        -- Light reconsolidation of the surfaced Engrams, in one statement; fail-soft and never waits:
+        -- a row locked by another writer is skipped (SKIP LOCKED) and named in reconsolidation_errors.
+        BEGIN
+            PERFORM dna.set_op('reconsolidate');
+            WITH want AS (
+                SELECT e.value ->> 'name' AS name, e.value ->> 'tenant' AS tenant, e.ord
+                FROM jsonb_array_elements(top) WITH ORDINALITY AS e(value, ord) WHERE e.value ->> 'kind' = 'Engram'
+            ), locked AS (
+                SELECT i.scope, i.kind, i.api_version, i.name, i.tenant
+                FROM dna.dna_instances AS i JOIN want AS w ON i.name = w.name AND i.tenant = w.tenant
+                WHERE i.scope = scope AND i.kind = 'Engram'
+                FOR UPDATE OF i SKIP LOCKED
+            ), upd AS (
+                UPDATE dna.dna_instances AS i SET spec = dna.reconsolidated_spec(i.spec, world, query, actor)
+                FROM locked AS l
+                WHERE i.scope = l.scope AND i.kind = l.kind AND i.api_version = l.api_version
+                  AND i.name = l.name AND i.tenant = l.tenant
+                RETURNING i.name, i.tenant
+            )
+            SELECT coalesce((SELECT jsonb_agg(to_jsonb(u.name) ORDER BY w.ord)
+                             FROM upd AS u JOIN want AS w ON w.name = u.name AND w.tenant = u.tenant), '[]'::jsonb),
+                   coalesce((SELECT jsonb_agg(jsonb_build_object('name', w.name, 'sqlstate', '55P03',
+                                                                 'error', 'row locked by another writer; skipped')
+                                              ORDER BY w.ord)
+                             FROM want AS w WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.name = w.name
+                                                                                      AND l.tenant = w.tenant)), '[]'::jsonb)
+            INTO done, failed;
+            PERFORM dna.set_op(NULL);
+        EXCEPTION WHEN OTHERS THEN
+            failed := jsonb_build_array(jsonb_build_object('name', NULL, 'sqlstate', SQLSTATE, 'error', SQLERRM));
+            done := '[]'::jsonb;
+        END;
     END IF;
 
     result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'k', k, 'model_id', model_id,

@@ -462,3 +462,18 @@ def test_list_memories(sql):
     everything = one(sql, "SELECT dna.list_memories(%s, include_invalid => true, now => %s)", (S, NOW))
     assert [(m["name"], m["valid"]) for m in everything["memories"]] == [("b", True), ("a", False)]
     assert everything["memories"][1]["valid_to"]
+
+
+def test_reconsolidation_is_fail_soft_and_never_waits(sql, dna_dsn):
+    remember(sql, "a locked memory about locks", name="locked")
+    remember(sql, "a free memory about locks", name="free")
+    with psycopg.connect(dna_dsn) as other:                       # holds a row lock, uncommitted
+        other.execute("SELECT 1 FROM dna.dna_instances WHERE name = 'locked' FOR UPDATE")
+        sql.execute("SET lock_timeout = '5s'")
+        res = recall(sql, "memory about locks", now=NOW)
+        assert set(names(res)) == {"locked", "free"}
+        assert res["reconsolidated"] == ["free"]
+        assert res["reconsolidation_errors"] == [{"name": "locked", "sqlstate": "55P03",
+                                                  "error": "row locked by another writer; skipped"}]
+        other.rollback()
+    assert "surface_count" not in spec_of(sql, "locked") and spec_of(sql, "free")["surface_count"] == 1
