@@ -309,8 +309,10 @@ def print_consolidation(report: dict) -> None:
     for a in report.get("actions") or []:
         out.print(f"  {a['action']:<15} {a['name']}: {a['reason']}", markup=False)
     for group in report.get("merge_candidates") or []:
-        out.print(f"  merge? keep {group['canonical']} ← {', '.join(n for n in group['names'] if n != group['canonical'])}"
-                  f" (overlap {group['overlap']:.2f}; shared: {', '.join(group['shared_terms'][:6])})", markup=False)
+        best = max(group["pairs"], key=lambda p: p["overlap"]) if group.get("pairs") else {"overlap": 0, "shared_terms": []}
+        how = "synthesized by the scribe" if group.get("synthesized") else group.get("strategy", "supersede")
+        out.print(f"  merge? keep {group['canonical']} ← {', '.join(group['superseded'])} ({how}; overlap "
+                  f"{best['overlap']:.2f}; shared: {', '.join(best['shared_terms'][:6])})", markup=False)
     for c in report.get("contradictions") or []:
         prop = c["proposal"]
         out.print(f"  ⚡ {c['subject']} · {c['predicate']}: {', '.join(c['names'])} — keep {prop['suggested_keep']}? "

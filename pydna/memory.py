@@ -135,8 +135,55 @@ class Memory:
         A scribe's answer is added to the report beside the deterministic proposal, never applied; a
         scribe that raises leaves the proposal as it was and reports the error."""
         report = self._one(
-            "SELECT dna.consolidate(%s, %s, %s, %s, %s, %s, %s, %s)",
+            "SELECT dna.consolidate(%s, %s, %s, %s, %s, %s, %s, %s::timestamptz)",
             (scope, kind, tenant, stale_retention_floor, apply, dry_run, merge_overlap_floor, now))
         if merge_scribe is not None or contradiction_scribe is not None:
-            self._apply_scribes(scope, kind, tenant, report, merge_scribe, contradiction_scribe)
+            self._apply_scribes(scope, kind, tenant, report, merge_scribe, contradiction_scribe, now)
         return report
+
+    def _apply_scribes(self, scope: str, kind: str, tenant: str, report: dict, merge_scribe: Callable | None,
+                       contradiction_scribe: Callable | None, now: datetime | None) -> None:
+        """Ask the external judges about a dry-run report, in place. Every verdict sits beside the
+        deterministic proposal (``synthesized``/``decided_by`` say which is which); the survivor of a
+        promoted contradiction is elected by ``dna.elect_survivor``; nothing is written."""
+        if merge_scribe is not None:
+            for group in report.get("merge_candidates") or []:
+                names = [group["canonical"], *group["superseded"]]
+                specs = self._one("SELECT dna.memory_specs(%s, %s, %s, %s)", (scope, kind, tenant, names))
+                try:
+                    fused = merge_scribe([specs[n] for n in names])
+                except Exception as exc:  # the scribe is optional: keep the deterministic proposal
+                    group["scribe_error"] = f"{type(exc).__name__}: {exc}"
+                    continue
+                if isinstance(fused, Mapping) and fused.get("summary"):
+                    group.update(strategy="synthesize", proposed_spec=dict(fused),
+                                 proposed_text=fused.get("summary"), synthesized=True)
+                else:
+                    group["scribe_error"] = "scribe returned no summary"
+        if contradiction_scribe is not None:
+            still: list[dict] = []
+            for group in report.get("undecided") or []:
+                names = list(group["names"])
+                specs = self._one("SELECT dna.memory_specs(%s, %s, %s, %s)", (scope, kind, tenant, names))
+                try:
+                    verdict = contradiction_scribe([specs[n] for n in names])
+                except Exception as exc:
+                    still.append({**group, "scribe_error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                if not isinstance(verdict, Mapping) or "contradicts" not in verdict:
+                    still.append({**group, "scribe_error": "scribe returned no verdict"})
+                    continue
+                if not verdict.get("contradicts"):
+                    still.append(group)
+                    continue
+                proposal = self._one(
+                    "SELECT dna.elect_survivor(%s, dna.memory_recorded_at(%s, %s, %s, %s), "
+                    "dna.memory_specs(%s, %s, %s, %s), coalesce(%s::timestamptz, now()))",
+                    (names, scope, kind, tenant, names, scope, kind, tenant, names, now))
+                report.setdefault("contradictions", []).append({
+                    "subject": group["referent"], "predicate": str(verdict.get("predicate") or ""),
+                    "names": names, "pairs": [], "decided_by": "scribe",
+                    "reason": str(verdict.get("reason") or ""), "proposal": proposal})
+            report["undecided"] = still
+            report.get("contradictions", []).sort(key=lambda c: (c["subject"], c["predicate"], c["names"]))
+

@@ -1,11 +1,12 @@
-"""Memory plane: the write path's history, the bitemporal guard, refused deletes, the memory verbs.
+"""Memory plane: the write path's history, the bitemporal guard, refused deletes, the memory verbs, consolidate.
 
 Revision ID: 0002_memory
 Revises: 0001_foundation
 Create Date: 2026-11-30
 
 Runs ``sql/memory.sql`` (pure scoring functions, dna.remember / recall / forget / revive /
-list_memories and the trigger functions), then creates the triggers of the memory plane:
+list_memories and the trigger functions) and ``sql/consolidate.sql`` (dna.consolidate: the decay
+pass, merge candidates, contradictions between claims), then creates the triggers of the memory plane:
 
 - ``dna_instances_before_write`` (BEFORE INSERT OR UPDATE): the bitemporal guard and the
   ``valid_at`` mirror of ``spec.valid_from``/``valid_to`` for memory Kinds;
@@ -16,7 +17,7 @@ list_memories and the trigger functions), then creates the triggers of the memor
 - ``dna_search_docs_refuse_delete`` (BEFORE DELETE) on every width table present: the search
   document of a stored Engram cannot be deleted either.
 
-Downgrade removes exactly these triggers and the functions that ``sql/memory.sql`` defines.
+Downgrade removes exactly these triggers and the functions that the two plane files define.
 """
 import re
 import sys
@@ -32,7 +33,7 @@ down_revision = "0001_foundation"
 branch_labels = None
 depends_on = None
 
-PLANE_FILES = ("memory.sql",)
+PLANE_FILES = ("memory.sql", "consolidate.sql")
 
 INSTANCE_TRIGGERS = """
 CREATE TRIGGER dna_instances_before_write BEFORE INSERT OR UPDATE ON dna.dna_instances
