@@ -38,3 +38,18 @@ def test_memory_sql_prints_in_sql_mode():
     for expected in ("CREATE OR REPLACE FUNCTION dna.recall(", "CREATE TRIGGER dna_instances_before_write",
                      "dna_search_docs_refuse_delete"):
         assert expected in text
+
+
+def test_every_memory_plane_function_is_documented(sql):
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "sql"
+    names = set()
+    for plane in ("memory.sql", "consolidate.sql"):
+        names |= set(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", (root / plane).read_text()))
+    rows = sql.execute("SELECT p.proname, p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc') FROM pg_proc AS p "
+                       "WHERE p.pronamespace = 'dna'::regnamespace AND p.proname = ANY (%s)", (sorted(names),)).fetchall()
+    assert {r[0] for r in rows} == names
+    undocumented = [sig for _, sig, comment in rows if not comment or len(comment) < 40]
+    assert undocumented == []
