@@ -28,6 +28,9 @@ memory_app = typer.Typer(
 ScopeOpt = Annotated[str, typer.Option("--scope", "-s", envvar="DNA_SCOPE", show_envvar=True,
                                        help="Scope (workspace) of the memories.")]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant overlay ('' = the shared base).")]
+PersonalOpt = Annotated[bool, typer.Option(
+    "--personal", help="Your personal memory (tenant personal:<oid>, resolved by the server from the connected "
+                       "role; fails when the role has no identity).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the SQL verb's jsonb as is.")]
 EmbedderOpt = Annotated[str, typer.Option(
     "--embedder", help="auto (ONNX all-MiniLM-L6-v2 when installed, else the fake), onnx, fake, or none.")]
@@ -137,6 +140,7 @@ def remember_cmd(
     title: Annotated[Optional[str], typer.Option("--title", help="Title.")] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     now: Annotated[Optional[str], typer.Option("--now", help="World time of the memory (ISO-8601; default now).")] = None,
     embedder: EmbedderOpt = "auto",
     as_json: JsonOpt = False,
@@ -145,7 +149,7 @@ def remember_cmd(
     claims = [parse_claim(c) for c in claim] if claim else None
     with _client(ctx, embedder) as client:
         result = client.memory.remember(
-            scope, summary, kind=kind, name=name, tenant=tenant, now=_parse_time(now, "--now"), area=area,
+            scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=_parse_time(now, "--now"), area=area,
             affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body)
     if as_json:
         _echo_json(result)
@@ -173,12 +177,13 @@ def recall_cmd(
     actor: Annotated[Optional[str], typer.Option("--actor", help="Who asks (recorded in cues_history).")] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     embedder: EmbedderOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
     with _client(ctx, embedder) as client:
-        result = client.memory.recall(scope, query, k=k, kinds=kind or None, tenant=tenant,
+        result = client.memory.recall(scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal,
                                       reconsolidate=not no_reconsolidate, actor=actor,
                                       now=_parse_time(now, "--now"), as_of=_parse_time(as_of, "--as-of"))
     if as_json:
@@ -194,7 +199,8 @@ def recall_cmd(
     for i, hit in enumerate(result["hits"], 1):
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
-        out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{retention}{affect}"
+        mine = " [personal]" if hit.get("personal") else ""
+        out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{mine}{retention}{affect}"
                   f"  {_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
     for name in result.get("as_of_truncated") or []:
         out.print(f"[yellow]blind spot: the history of {name} was pruned past --as-of[/yellow]")
@@ -208,11 +214,13 @@ def forget_cmd(
     kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Forget a memory (dna.forget): closes its world-time window; never deletes; idempotent."""
     with _client(ctx, "none") as client:
-        result = client.memory.forget(scope, name, superseded_by=superseded_by, kind=kind, tenant=tenant)
+        result = client.memory.forget(scope, name, superseded_by=superseded_by, kind=kind, tenant=tenant,
+                                      personal=personal)
     if as_json:
         _echo_json(result)
         return
@@ -229,11 +237,13 @@ def revive_cmd(
     kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Revive a forgotten memory (dna.revive): reopens its window, records the closed one."""
     with _client(ctx, "none") as client:
-        result = client.memory.revive(scope, name, revived_by=revived_by, kind=kind, tenant=tenant)
+        result = client.memory.revive(scope, name, revived_by=revived_by, kind=kind, tenant=tenant,
+                                      personal=personal)
     if as_json:
         _echo_json(result)
         return
@@ -252,11 +262,13 @@ def list_cmd(
     limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List memories (dna.list_memories), newest first."""
     with _client(ctx, "none") as client:
-        result = client.memory.list(scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit)
+        result = client.memory.list(scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit,
+                                    personal=personal)
     if as_json:
         _echo_json(result)
         return
@@ -281,11 +293,12 @@ def consolidate_cmd(
     now: Annotated[Optional[str], typer.Option("--now", help="World time of the pass (ISO-8601).")] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Consolidate (dna.consolidate): the decay pass; --dry-run previews merges and contradictions."""
     with _client(ctx, "none") as client:
-        report = client.memory.consolidate(scope, kind=kind, tenant=tenant, stale_retention_floor=floor,
+        report = client.memory.consolidate(scope, kind=kind, tenant=tenant, personal=personal, stale_retention_floor=floor,
                                            apply=apply, dry_run=dry_run, merge_overlap_floor=merge_floor,
                                            now=_parse_time(now, "--now"))
     if as_json:

@@ -63,7 +63,7 @@ class Memory:
                  kind: str = "Engram", name: str | None = None, tenant: str = "", now: datetime | None = None,
                  area: str | None = None, affect: str | None = None, tags: Sequence[str] | None = None,
                  source_refs: Sequence[str] | None = None, claims: Sequence[Mapping[str, Any]] | None = None,
-                 title: str | None = None, body: str | None = None) -> dict:
+                 title: str | None = None, body: str | None = None, personal: bool = False) -> dict:
         """Write a memory through ``dna.remember`` and index it with this client's embedding of
         ``dna.memory_text(kind, spec)``. Keyword fields are merged into ``spec`` (explicit ``spec``
         keys win). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
@@ -80,15 +80,15 @@ class Memory:
         embedding, error = self._embed(text)
         result = self._one(
             "SELECT dna.remember(%s, %s, kind => %s, name => %s, tenant => %s, now => %s, "
-            "embedding => %s, model_id => %s)",
-            (scope, Jsonb(full), kind, name, tenant, now, embedding, self._model()))
+            "embedding => %s, model_id => %s, personal => %s)",
+            (scope, Jsonb(full), kind, name, tenant, now, embedding, self._model(), personal))
         if error:
             result["embedding_error"] = error
         return result
 
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
-               now: datetime | None = None, as_of: datetime | None = None) -> dict:
+               now: datetime | None = None, as_of: datetime | None = None, personal: bool = False) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (none, or a failing
         embedder → lexical only, ``degraded`` true and ``embedding_error`` set)."""
         embedding, error = self._embed(query)
@@ -96,38 +96,40 @@ class Memory:
             kinds = [kinds]
         result = self._one(
             "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
-            "actor => %s, now => %s, as_of => %s)",
+            "actor => %s, now => %s, as_of => %s, personal => %s)",
             (scope, query, embedding, self._model(), list(kinds) if kinds else None, k, tenant, reconsolidate,
-             actor, now, as_of))
+             actor, now, as_of, personal))
         if error:
             result["embedding_error"] = error
         return result
 
     def forget(self, scope: str, name: str, *, superseded_by: str | None = None, kind: str = "Engram",
-               tenant: str = "", now: datetime | None = None) -> dict:
+               tenant: str = "", now: datetime | None = None, personal: bool = False) -> dict:
         """Retire a memory in world time (``dna.forget``); idempotent."""
-        return self._one("SELECT dna.forget(%s, %s, %s, kind => %s, tenant => %s, now => %s)",
-                         (scope, name, superseded_by, kind, tenant, now))
+        return self._one("SELECT dna.forget(%s, %s, %s, kind => %s, tenant => %s, now => %s, personal => %s)",
+                         (scope, name, superseded_by, kind, tenant, now, personal))
 
     def revive(self, scope: str, name: str, *, revived_by: str | None = None, kind: str = "Engram",
-               tenant: str = "", now: datetime | None = None) -> dict:
+               tenant: str = "", now: datetime | None = None, personal: bool = False) -> dict:
         """Reopen a forgotten memory (``dna.revive``); a memory in force is a no-op."""
-        return self._one("SELECT dna.revive(%s, %s, %s, kind => %s, tenant => %s, now => %s)",
-                         (scope, name, revived_by, kind, tenant, now))
+        return self._one("SELECT dna.revive(%s, %s, %s, kind => %s, tenant => %s, now => %s, personal => %s)",
+                         (scope, name, revived_by, kind, tenant, now, personal))
 
     def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
-             include_invalid: bool = False, now: datetime | None = None, limit: int = 100) -> dict:
+             include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
+             personal: bool = False) -> dict:
         """The memories of a scope (``dna.list_memories``), newest first."""
         if isinstance(kinds, str):
             kinds = [kinds]
-        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s)",
-                         (scope, list(kinds) if kinds else None, tenant, include_invalid, now, limit))
+        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s)",
+                         (scope, list(kinds) if kinds else None, tenant, include_invalid, now, limit, personal))
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
                     stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,
                     merge_overlap_floor: float = 0.5, now: datetime | None = None,
                     merge_scribe: Callable[[list[dict]], Mapping[str, Any]] | None = None,
-                    contradiction_scribe: Callable[[list[dict]], Mapping[str, Any]] | None = None) -> dict:
+                    contradiction_scribe: Callable[[list[dict]], Mapping[str, Any]] | None = None,
+                    personal: bool = False) -> dict:
         """The decay pass (``dna.consolidate``). With ``dry_run`` the report also carries actions,
         merge candidates, contradictions and undecided groups. The optional scribes are external
         judges: ``merge_scribe(group_specs) → merged spec`` is asked for each merge candidate group
@@ -135,9 +137,11 @@ class Memory:
         A scribe's answer is added to the report beside the deterministic proposal, never applied; a
         scribe that raises leaves the proposal as it was and reports the error."""
         report = self._one(
-            "SELECT dna.consolidate(%s, %s, %s, %s, %s, %s, %s, %s::timestamptz)",
-            (scope, kind, tenant, stale_retention_floor, apply, dry_run, merge_overlap_floor, now))
+            "SELECT dna.consolidate(%s, %s, %s, %s, %s, %s, %s, %s::timestamptz, personal => %s)",
+            (scope, kind, tenant, stale_retention_floor, apply, dry_run, merge_overlap_floor, now, personal))
         if merge_scribe is not None or contradiction_scribe is not None:
+            if personal:  # the partition the server resolved from the connected role
+                tenant = self._one("SELECT dna.resolve_tenant(%s, true)", (tenant,))
             self._apply_scribes(scope, kind, tenant, report, merge_scribe, contradiction_scribe, now)
         return report
 

@@ -213,7 +213,9 @@ COMMENT ON FUNCTION dna.bm25_terms(text, regconfig) IS
 'User text is never parsed as tsquery syntax, so operators, quotes and URLs cannot raise; stop words '
 'only → empty array.';
 
-CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, tenant text DEFAULT '')
+DROP FUNCTION IF EXISTS dna.bm25_partition_stats(text, text, text);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, tenant text DEFAULT '',
+                                                    personal boolean DEFAULT false)
 RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[])
 LANGUAGE plpgsql STABLE
 AS $$
@@ -222,7 +224,7 @@ DECLARE
     tbl regclass;
     sh record;
 BEGIN
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     SELECT coalesce(sum(s.n_docs), 0)::bigint, coalesce(sum(s.total_len), 0)::bigint
     INTO n_docs, total_len
     FROM dna.dna_bm25_stats AS s
@@ -248,15 +250,17 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25_partition_stats(text, text, text) IS
+COMMENT ON FUNCTION dna.bm25_partition_stats(text, text, text, boolean) IS
 'BM25 statistics of the partition a search reads: scope, model_id, base rows plus tenant''s rows, base '
 'rows shadowed by a tenant row removed. Returns n_docs (N), total_len, avg_len (NULL when empty) and '
-'the doc_ids of the shadowed base rows.';
+'the doc_ids of the shadowed base rows. personal => true: the caller''s personal partition.';
 
+DROP FUNCTION IF EXISTS dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.bm25(
     scope text, query text, model_id text,
     tenant text DEFAULT '', kinds text[] DEFAULT NULL, name_prefix text DEFAULT NULL,
-    k integer DEFAULT 10, k1 double precision DEFAULT NULL, b double precision DEFAULT NULL)
+    k integer DEFAULT 10, k1 double precision DEFAULT NULL, b double precision DEFAULT NULL,
+    personal boolean DEFAULT false)
 RETURNS SETOF dna.bm25_hit
 LANGUAGE plpgsql STABLE
 AS $$
@@ -270,7 +274,7 @@ DECLARE
     filtered boolean := kinds IS NOT NULL OR name_prefix IS NOT NULL;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 10000 THEN
         RAISE EXCEPTION 'k must be between 0 and 10000, got %', k USING ERRCODE = '22023';
     END IF;
@@ -286,7 +290,7 @@ BEGIN
     IF k = 0 OR cardinality(terms) = 0 THEN
         RETURN;
     END IF;
-    SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, tenant);
+    SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal IS TRUE);
     IF st.n_docs <= 0 THEN
         RETURN;
     END IF;
@@ -327,11 +331,12 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision) IS
+COMMENT ON FUNCTION dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision, boolean) IS
 'The lexical lane: Okapi BM25 over the distinct lexemes of to_tsvector(<scope regconfig>, query), OR '
 'semantics. score = sum over terms of ln(1 + (N - df + 0.5)/(df + 0.5)) * tf*(k1+1)/(tf + k1*(1 - b + '
 'b*len/avglen)), with tf and len from the stored tsvector and N, df, avglen taken within the partition '
 '(scope, model_id, base rows plus tenant''s rows, shadowed base rows excluded). k1/b: arguments, else '
 'the scope''s dna.search_config (default 0.9/0.4). Filters kinds and name_prefix apply before the cut. '
 'Returns at most k (0..10000) rows ordered by score DESC, kind, name, tenant. Never raises on query text; '
-'a query without lexemes returns no rows. Errors: 22023 (unknown model_id, bad k, k1 or b), 42501 (reserved tenant).';
+'a query without lexemes returns no rows. Errors: 22023 (unknown model_id, bad k, k1 or b), 42501 (reserved tenant, not a member, no identity). personal => true: the caller''s '
+'personal partition over the shared base.';

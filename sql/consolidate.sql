@@ -473,10 +473,12 @@ COMMENT ON FUNCTION dna.memory_specs(text, text, text, text[]) IS
 'The stored specs of the named memories of one scope, Kind and tenant: {name: spec}. Read-only (for '
 'the external scribes of the Python client).';
 
+DROP FUNCTION IF EXISTS dna.consolidate(text, text, text, double precision, boolean, boolean, double precision, timestamptz);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.consolidate(
     scope text, kind text DEFAULT 'Engram', tenant text DEFAULT '',
     stale_retention_floor double precision DEFAULT 0.15, apply boolean DEFAULT false, dry_run boolean DEFAULT false,
-    merge_overlap_floor double precision DEFAULT 0.5, now timestamptz DEFAULT NULL)
+    merge_overlap_floor double precision DEFAULT 0.5, now timestamptz DEFAULT NULL,
+    personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -496,7 +498,7 @@ DECLARE
     recorded jsonb;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     world := coalesce(dna.check_now(now), now());
     IF stale_retention_floor IS NULL OR stale_retention_floor < 0 OR stale_retention_floor > 1
@@ -551,7 +553,7 @@ BEGIN
     IF apply AND NOT dry_run THEN
         FOR s IN SELECT e FROM jsonb_array_elements(stale) AS e LOOP
             BEGIN
-                f := dna.forget(scope, s ->> 'name', NULL, kind, tenant, world);
+                f := dna.forget(scope, s ->> 'name', NULL, kind, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, world, personal IS TRUE);
                 IF NOT (f ->> 'already_forgotten')::boolean THEN
                     archived := archived + 1;
                 END IF;
@@ -587,9 +589,10 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.consolidate(text, text, text, double precision, boolean, boolean, double precision, timestamptz) IS
+COMMENT ON FUNCTION dna.consolidate(text, text, text, double precision, boolean, boolean, double precision, timestamptz, boolean) IS
 'The deterministic consolidation pass over the memories of one scope, Kind (default Engram) and '
-'tenant partition (exactly that tenant; '''' = the base). Evaluates every memory valid at world time '
+'tenant partition (exactly that tenant; '''' = the base; personal => true: the caller''s personal partition, '
+'42501 without an identity). Evaluates every memory valid at world time '
 'now (default now(); valid_to absent or later) with dna.memory_retention; stale = retention < '
 'stale_retention_floor (0..1, default 0.15), sorted by retention then name, each {name, retention (4 '
 'places), stability_days, days_since (since last_surfaced, else created_at; 2 places)}. apply '

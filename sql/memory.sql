@@ -1161,9 +1161,11 @@ COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
 'The stable name of a memory given without one: rem- and 16 hex digits of SHA-256 over its Kind and '
 'text, so remembering the same text twice names the same memory. Pure.';
 
+DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.remember(
     scope text, spec jsonb, kind text DEFAULT 'Engram', name text DEFAULT NULL, tenant text DEFAULT '',
-    now timestamptz DEFAULT NULL, embedding vector DEFAULT NULL, model_id text DEFAULT NULL)
+    now timestamptz DEFAULT NULL, embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -1181,7 +1183,7 @@ DECLARE
     ver record;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     at := coalesce(dna.check_now(now), now());
     model_id := coalesce(model_id, 'dna-fake-hash-v1');
@@ -1219,14 +1221,16 @@ BEGIN
     ORDER BY v.version DESC LIMIT 1;
 
     idx := dna.index_document(scope, kind, name, dna.memory_text(kind, merged), embedding, model_id,
-                              NULL, tenant, left(coalesce(nullif(merged ->> 'summary', ''), dna.memory_text(kind, merged)), 240));
-    RETURN jsonb_build_object('kind', kind, 'name', name, 'tenant', tenant, 'scope', scope, 'spec', merged,
+                              NULL, CASE WHEN personal IS TRUE THEN '' ELSE tenant END,
+                              left(coalesce(nullif(merged ->> 'summary', ''), dna.memory_text(kind, merged)), 240),
+                              personal => personal IS TRUE);
+    RETURN jsonb_build_object('kind', kind, 'name', name, 'tenant', tenant, 'personal', personal IS TRUE, 'scope', scope, 'spec', merged,
                               'action', action, 'indexed', true, 'index', idx,
                               'version', ver.version, 'recorded_at', dna.iso8601(ver.created_at));
 END
 $$;
 
-COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vector, text) IS
+COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vector, text, boolean) IS
 'Writes a memory of a memory Kind (default Engram) and indexes it. spec is validated and stamped by '
 'dna.prepare_memory_spec at world time now (default now()): created_at, encoding_context and '
 'memory_type (Engram), valid_from. name defaults to dna.memory_name (stable: rem-<sha256 of kind and '
@@ -1235,7 +1239,8 @@ COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vec
 'last_surfaced, surface_count) unless given; an identical spec writes nothing. The write appends a '
 'version (transaction time) through the dna_instances triggers. The text dna.memory_text(kind, spec) '
 '(Engram: area title summary body) is indexed by dna.index_document with embedding (NULL = lexical '
-'only) under model_id (default dna-fake-hash-v1). Returns {kind, name, tenant, scope, spec, action: '
+'only) under model_id (default dna-fake-hash-v1). personal => true writes the caller''s personal memory '
+'(tenant ''personal:<oid>'', resolved from the connected role; 42501 without an identity). Returns {kind, name, tenant, personal, scope, spec, action: '
 'created|updated|unchanged, indexed, index, version, recorded_at}. Errors: 22023 (not a memory Kind, '
 'bad spec, claims, unknown model_id), 22001 (summary > 280 chars, key too long), 22007 (bad timestamp '
 'or infinite now), 42501 (reserved tenant), 42P01 (no table for the embedding width). Atomic.';
@@ -1303,10 +1308,12 @@ COMMENT ON FUNCTION dna.reconsolidated_spec(jsonb, timestamptz, text, text) IS
 'to cues_history (keeps the last 50), sets last_surfaced, surface_count + 1, and a numeric '
 'confidence_score becomes min(10, c + 0.05) rounded to 3 places (tiers are left alone). Pure.';
 
+DROP FUNCTION IF EXISTS dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.recall(
     scope text, query text, query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
-    actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL)
+    actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
+    personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -1330,7 +1337,7 @@ DECLARE
     result jsonb;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
     END IF;
@@ -1356,7 +1363,8 @@ BEGIN
     -- spec in force (now) or believed (as_of, from dna_versions), validity at world time, re-score.
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
-        FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds, tenant => tenant) AS x
+        FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
+                        tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
@@ -1400,6 +1408,7 @@ BEGIN
                    jsonb_strip_nulls(jsonb_build_object(
                        'key', rk.name || chr(31) || rk.kind || chr(31) || rk.tenant,
                        'scope', scope, 'kind', rk.kind, 'name', rk.name, 'tenant', rk.tenant,
+                       'personal', starts_with(rk.tenant, 'personal:'),
                        'score', rk.rescored, 'search_score', rk.score,
                        'retention', round(rk.retention::numeric, 4),
                        'title', rk.title, 'snippet', rk.snippet, 'similarity', rk.similarity,
@@ -1442,6 +1451,7 @@ BEGIN
             WITH want AS (
                 SELECT e.value ->> 'name' AS name, e.value ->> 'tenant' AS tenant, e.ord
                 FROM jsonb_array_elements(top) WITH ORDINALITY AS e(value, ord) WHERE e.value ->> 'kind' = 'Engram'
+                  AND e.value ->> 'tenant' = tenant   -- the cue never lands in another partition (INV-PERSONAL)
             ), locked AS (
                 SELECT i.scope, i.kind, i.api_version, i.name, i.tenant
                 FROM dna.dna_instances AS i JOIN want AS w ON i.name = w.name AND i.tenant = w.tenant
@@ -1469,7 +1479,7 @@ BEGIN
         END;
     END IF;
 
-    result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'k', k, 'model_id', model_id,
+    result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'k', k, 'model_id', model_id,
                                  'degraded', NOT blank AND NOT semantic_on, 'semantic', semantic_on,
                                  'now', dna.iso8601(world), 'hits', top,
                                  'reconsolidated', done);
@@ -1483,7 +1493,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates (dense lane when query_embedding is given, lexical lane always; model_id default '
 'dna-fake-hash-v1, tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
@@ -1498,14 +1508,18 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'false or as_of is given, each surfaced Engram is reconsolidated (dna.reconsolidated_spec; actor '
 'default session_user), fail-soft: a locked or failing row is skipped and named in '
 'reconsolidation_errors. An as_of read never writes; memories whose history was pruned past as_of (or '
-'that have none) are dropped from hits and named in as_of_truncated. Returns {query, scope, tenant, k, '
+'that have none) are dropped from hits and named in as_of_truncated. Only memories of the partition read '
+'(tenant, or the personal partition) are reconsolidated: a cue never lands in a shared base row. personal => '
+'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
+'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
 'model_id, degraded, semantic, now, hits, reconsolidated[, reconsolidation_errors][, as_of, '
 'as_of_truncated]}. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
+DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.forget(scope text, name text, superseded_by text DEFAULT NULL,
                                       kind text DEFAULT 'Engram', tenant text DEFAULT '',
-                                      now timestamptz DEFAULT NULL)
+                                      now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -1519,7 +1533,7 @@ DECLARE
 BEGIN
     scope := dna.check_key('scope', scope, 200);
     name := dna.check_key('name', name, 512);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     IF superseded_by IS NOT NULL THEN
         superseded_by := dna.check_key('superseded_by', superseded_by, 512);
@@ -1553,17 +1567,18 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.forget(text, text, text, text, text, timestamptz) IS
+COMMENT ON FUNCTION dna.forget(text, text, text, text, text, timestamptz, boolean) IS
 'Retires a memory in world time: sets spec.valid_to = now (default now(); valid_at closes there) and '
 'records superseded_by in spec.superseded_by_memory. Never deletes. Idempotent: a memory already '
 'forgotten keeps its first valid_to (and its first superseded_by) and reports already_forgotten = '
 'true; nothing is written when nothing changes. Returns {kind, name, scope, tenant, valid_to, '
-'already_forgotten, superseded_by, written}. Errors: P0002 (no such memory), 22023 (not a memory '
+'already_forgotten, superseded_by, written}. personal => true acts on the caller''s personal memory (42501 without an identity). Errors: P0002 (no such memory), 22023 (not a memory '
 'Kind, blank key), 22007 (infinite now), 42501 (reserved tenant).';
 
+DROP FUNCTION IF EXISTS dna.revive(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.revive(scope text, name text, revived_by text DEFAULT NULL,
                                       kind text DEFAULT 'Engram', tenant text DEFAULT '',
-                                      now timestamptz DEFAULT NULL)
+                                      now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -1577,7 +1592,7 @@ DECLARE
 BEGIN
     scope := dna.check_key('scope', scope, 200);
     name := dna.check_key('name', name, 512);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     at := coalesce(dna.check_now(now), now());
     SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
@@ -1607,17 +1622,18 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.revive(text, text, text, text, text, timestamptz) IS
+COMMENT ON FUNCTION dna.revive(text, text, text, text, text, timestamptz, boolean) IS
 'Reopens the world-time window of a forgotten memory: removes spec.valid_to and '
 'superseded_by_memory and appends {valid_to, revived_at (now, default now()), superseded_by?, '
 'revived_by?} to the append-only spec.revivals (which is what lets the bitemporal guard accept '
 'the dropped valid_to). A memory already in force returns already_in_force = true and writes nothing '
 '(no version). Returns {kind, name, scope, tenant, revived, already_in_force, revival?, revivals (count)}. '
-'Errors: P0002 (no such memory), 22023 (not a memory Kind, blank key), 22007, 42501.';
+'personal => true acts on the caller''s personal memory (42501 without an identity). Errors: P0002 (no such memory), 22023 (not a memory Kind, blank key), 22007, 42501.';
 
+DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamptz, integer);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.list_memories(scope text, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
                                              include_invalid boolean DEFAULT false, now timestamptz DEFAULT NULL,
-                                             max_rows integer DEFAULT 100)
+                                             max_rows integer DEFAULT 100, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
@@ -1629,7 +1645,7 @@ DECLARE
     total bigint;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF max_rows IS NULL OR max_rows < 0 OR max_rows > 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';
     END IF;
@@ -1657,22 +1673,24 @@ BEGIN
             FROM (SELECT f.name, f.kind, f.tenant, lower(f.valid_at) AS created_sort,
                          coalesce(dna.parse_timestamptz(f.spec ->> 'created_at'), f.created_at) AS created,
                          dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
-                             'kind', f.kind, 'name', f.name, 'tenant', f.tenant, 'valid', f.valid,
+                             'kind', f.kind, 'name', f.name, 'tenant', f.tenant, 'personal', starts_with(f.tenant, 'personal:'),
+                             'valid', f.valid,
                              'retention', CASE WHEN f.kind = 'Engram' THEN round(dna.memory_retention(f.spec, world)::numeric, 4) END,
                              'surface_count', f.spec -> 'surface_count', 'superseded_by', f.spec -> 'superseded_by_memory')),
                              f.spec) AS obj
                   FROM f ORDER BY created DESC, f.name COLLATE "C", f.kind COLLATE "C", f.tenant COLLATE "C"
                   LIMIT max_rows) AS x)
     INTO total, items;
-    RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'now', dna.iso8601(world),
+    RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'now', dna.iso8601(world),
                               'include_invalid', include_invalid, 'total', total, 'memories', items);
 END
 $$;
 
-COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer) IS
+COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean) IS
 'Lists the memories of a scope (kinds default dna.recallable_kinds(); tenant overlay: the tenant''s '
 'rows shadow base rows), newest created_at first then name, kind, tenant; by default only those valid '
 'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100). '
-'Read-only. Returns {scope, tenant, now, include_invalid, total, memories[{kind, name, tenant, valid, '
+'Read-only. personal => true lists the caller''s personal memories over the shared base (42501 without '
+'an identity). Returns {scope, tenant, personal, now, include_invalid, total, memories[{kind, name, tenant, valid, '
 'retention, surface_count?, superseded_by?, summary, area, affect, tags, memory_type, created_at, '
 'valid_from, valid_to?, title}]}. Errors: 22023, 22007, 42501.';

@@ -33,6 +33,29 @@ COMMENT ON FUNCTION dna.check_tenant(text) IS
 'Validates a tenant slug and returns it ('''' for NULL/empty = the shared base). Slugs: 1-63 chars '
 '[a-z0-9._-], first a letter or digit. Errors: 42501 for the reserved prefix personal:, 22023 otherwise.';
 
+CREATE OR REPLACE FUNCTION dna.resolve_tenant(tenant text, personal boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    tenant := dna.check_tenant(tenant);                  -- an explicit personal:* tenant is refused (42501)
+    IF to_regprocedure('dna.tenancy_resolve(text,boolean)') IS NULL THEN
+        IF personal THEN                                 -- fail closed before the tenancy revision
+            RAISE EXCEPTION 'personal memory needs an identity, and the identity map is not installed'
+                USING ERRCODE = '42501', HINT = 'Run `dna db upgrade` (revision 0009_tenancy).';
+        END IF;
+        RETURN tenant;
+    END IF;
+    RETURN dna.tenancy_resolve(tenant, coalesce(personal, false));
+END
+$$;
+
+COMMENT ON FUNCTION dna.resolve_tenant(text, boolean) IS
+'The partition a call works in: the validated tenant (dna.check_tenant: personal:* refused with 42501, '
+'bad slugs 22023) when personal is false, after checking workspace membership (dna.tenancy_resolve, '
+'sql/tenancy.sql: 42501 for a non-member); ''personal:<oid>'' of the connected identity when personal '
+'is true (42501 when the role has no identity). The oid is never an argument.';
+
 CREATE OR REPLACE FUNCTION dna.check_key(what text, value text, max_length integer DEFAULT 256)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -187,10 +210,11 @@ COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
 -- Index and delete
 -- ---------------------------------------------------------------------------------------------
 
+DROP FUNCTION IF EXISTS dna.index_document(text, text, text, text, vector, text, text, text, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.index_document(
     scope text, kind text, name text, body text,
     embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
-    title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL)
+    title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -207,7 +231,7 @@ BEGIN
     scope := dna.check_key('scope', scope, 200);
     kind := dna.check_key('kind', kind, 200);
     name := dna.check_key('name', name, 512);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     PERFORM dna.check_key('model_id', model_id, 200);
     IF coalesce(btrim(body), '') = '' AND coalesce(btrim(title), '') = '' THEN
         RAISE EXCEPTION 'nothing to index for %/%: title and body are both empty', kind, name
@@ -263,7 +287,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text) IS
+COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text, boolean) IS
 'Upserts one document into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id). '
 'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
 '(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
@@ -271,7 +295,8 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
 'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
 'key, empty text, unknown model_id without a vector, width differing from the registered one, NaN '
-'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant).';
+'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
+'caller''s personal partition (dna.resolve_tenant).';
 
 CREATE OR REPLACE FUNCTION dna.stale_documents(
     scope text, model_id text, kinds text[], names text[], titles text[], bodies text[],
@@ -283,6 +308,7 @@ AS $$
 DECLARE
     tbl regclass := dna.search_table(dna.model_dims(model_id));
 BEGIN
+    PERFORM dna.check_tenant(t) FROM unnest(tenants) AS t;   -- personal:* refused (42501)
     -- 1-based positions of the given documents that need an embedding: absent, changed text, or no vector yet.
     RETURN QUERY EXECUTE format(
         'SELECT d.ord::integer
@@ -302,8 +328,9 @@ COMMENT ON FUNCTION dna.stale_documents(text, text, text[], text[], text[], text
 'model_id in scope (not indexed, text changed, or indexed without a vector). Clients call it before '
 'embedding so unchanged text is never re-embedded. Errors: as dna.model_dims.';
 
+DROP FUNCTION IF EXISTS dna.delete_document(text, text, text, text, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text, tenant text DEFAULT '',
-                                               model_id text DEFAULT NULL)
+                                               model_id text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
 AS $$
@@ -316,7 +343,7 @@ BEGIN
     scope := dna.check_key('scope', scope, 200);
     kind := dna.check_key('kind', kind, 200);
     name := dna.check_key('name', name, 512);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('DELETE FROM dna.%I AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3
                         AND t.tenant = $4 AND ($5::text IS NULL OR t.model_id = $5)', 'dna_search_docs_' || w)
@@ -328,21 +355,23 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text) IS
+COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text, boolean) IS
 'Removes a document from both lanes of every width table (for one model_id, or all when NULL); its '
 'BM25 postings and statistics go with it (trigger). '
-'Returns the number of rows deleted (0 when absent). Errors: 22023 for blank keys.';
+'Returns the number of rows deleted (0 when absent). personal => true: the caller''s personal partition. '
+'Errors: 22023 for blank keys, 42501 (reserved tenant, not a member, no identity).';
 
 -- ---------------------------------------------------------------------------------------------
 -- Hybrid search
 -- ---------------------------------------------------------------------------------------------
 
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.search(
     scope text, query text,
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
-    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL)
+    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -359,7 +388,7 @@ DECLARE
     degraded boolean := query_embedding IS NULL;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
-    tenant := dna.check_tenant(tenant);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
     END IF;
@@ -429,7 +458,7 @@ BEGIN
          lexical AS MATERIALIZED (
              SELECT c.kind, c.name, c.tenant, c.score AS lexical_score,
                     row_number() OVER (ORDER BY c.score DESC, c.kind, c.name, c.tenant)::integer AS rnk
-             FROM dna.bm25($1, $8, $2, $6, $5, $7, $13) AS c
+             FROM dna.bm25($1, $8, $2, CASE WHEN $14 THEN '''' ELSE $6 END, $5, $7, $13, personal => $14) AS c
          ),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
@@ -448,11 +477,11 @@ BEGIN
                        AND doc.name = f.name AND doc.tenant = f.tenant
          ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, query,
-              weights, rrf_k, k, degraded, lexical_depth;
+              weights, rrf_k, k, degraded, lexical_depth, personal IS TRUE;
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -462,4 +491,5 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
 'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
 'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
-'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant).';
+'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
+'caller''s personal partition over the shared base (tenant ''personal:<oid>'' in the hits), nothing from any workspace.';

@@ -114,7 +114,7 @@ RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     SELECT EXISTS (SELECT 1 FROM dna.dna_workspace_members AS m
-                   WHERE m.role_name = current_user::text AND m.workspace IN (workspace, '*'))
+                   WHERE m.role_name = current_user::text AND m.workspace IN (is_workspace_member.workspace, '*'))
 $$;
 
 COMMENT ON FUNCTION dna.is_workspace_member(text) IS

@@ -22,7 +22,7 @@ def test_downgrade_removes_exactly_the_memory_plane(empty_dsn):
     base = snapshot(empty_dsn)
     migrate.upgrade(empty_dsn, "0002_memory")
     funcs, triggers, tables = snapshot(empty_dsn)
-    assert {"dna.remember(text,jsonb,text,text,text,timestamp with time zone,vector,text)",
+    assert {"dna.remember(text,jsonb,text,text,text,timestamp with time zone,vector,text,boolean)",
             "dna.ebbinghaus_retention(double precision,double precision)"} <= funcs
     assert "dna_instances.dna_instances_refuse_delete" in triggers
     assert "dna_search_docs_3072.dna_search_docs_refuse_delete" in triggers

@@ -24,8 +24,9 @@ NOW = datetime(2026, 7, 9, 15, 0, tzinfo=timezone.utc)
 MODEL = "dna-fake-hash-v1"
 PASSWORD = "dna-tenancy-test"
 SUFFIX = f"{os.getpid()}"
-ROLES = {who: f"dna_t_{who}_{SUFFIX}" for who in ("alice", "bob", "carol", "owner", "svc", "nobody")}
-OIDS = {"alice": "alice-oid", "bob": "bob-oid", "carol": "carol-oid", "owner": "owner-oid"}
+ROLES = {who: f"dna_t_{who}_{SUFFIX}" for who in ("alice", "alice2", "bob", "carol", "owner", "svc", "nobody", "dbo")}
+OIDS = {"alice": "alice-oid", "alice2": "alice-oid", "bob": "bob-oid", "carol": "carol-oid", "owner": "owner-oid"}
+OTHERS = ("bob", "owner", "carol", "svc", "nobody")  # everyone who must never see alice's personal memory
 WS_A, WS_B = "ws-a", "ws-b"
 MEMBERS = [(WS_A, "alice", "member"), (WS_A, "bob", "member"), (WS_A, "owner", "owner"),
            (WS_B, "alice", "member"), (WS_B, "carol", "member"), (WS_B, "owner", "owner"),
@@ -96,9 +97,10 @@ def rows(conn, query, params=()):
     return conn.execute(query, params).fetchall()
 
 
-def refused(conn, query, params=()):
+def refused(conn, query, params=(), note=None):
     with pytest.raises(psycopg.Error) as info:
         conn.execute(query, params)
+        pytest.fail(f"not refused: {note or query} {params}")
     return info.value.sqlstate, str(info.value)
 
 
@@ -117,10 +119,20 @@ def protected_tables(conn):
 
 
 def assert_no_leak(*things):
+    things = [_without_query(t) for t in things]
     for thing in things:
         text = str(thing)
         assert SECRET not in text, text
         assert ALICE not in text, text
+
+
+def _without_query(thing):
+    """The probe's own query text is echoed back in answers; it is not a leak."""
+    if isinstance(thing, dict):
+        return {k: v for k, v in thing.items() if k != "query"}
+    if isinstance(thing, (list, tuple)):
+        return [_without_query(t) for t in thing]
+    return thing
 
 
 # -- the model is installed ------------------------------------------------------------------
@@ -161,3 +173,349 @@ def test_bob_and_owner_select_nothing_of_alices_personal_rows(world):
             assert_no_leak(got)
             assert one(conn, f"SELECT count(*) FROM {t} WHERE tenant LIKE 'personal:%%' AND tenant <> %s",
                        (f"personal:{OIDS.get(who, '-')}",)) == 0
+
+
+# -- verb helpers ----------------------------------------------------------------------------
+
+
+def remember(conn, summary, *, personal=False, tenant="", name=None, now=NOW, scope=S):
+    return one(conn, "SELECT dna.remember(%(scope)s, %(spec)s, name => %(name)s, tenant => %(tenant)s, now => %(now)s, "
+                     "embedding => dna.fake_embed(%(summary)s), personal => %(personal)s)",
+               {"scope": scope, "spec": Jsonb({"summary": summary}), "name": name, "tenant": tenant, "now": now,
+                "summary": summary, "personal": personal})
+
+
+def recall(conn, query, *, personal=False, tenant="", as_of=None, now=None, reconsolidate=False, k=20):
+    return one(conn, "SELECT dna.recall(%(scope)s, %(q)s, dna.fake_embed(%(q)s), k => %(k)s, tenant => %(tenant)s, "
+                     "reconsolidate => %(rec)s, now => %(now)s, as_of => %(as_of)s, personal => %(personal)s)",
+               {"scope": S, "q": query, "k": k, "tenant": tenant, "rec": reconsolidate, "now": now, "as_of": as_of,
+                "personal": personal})
+
+
+def search(conn, query, *, tenant="", personal=False):
+    return rows(conn, "SELECT * FROM dna.search(%s, %s, dna.fake_embed(%s), %s, k => 50, tenant => %s, personal => %s)",
+                (S, query, query, MODEL, tenant, personal))
+
+
+def names(result):
+    return sorted(h["name"] for h in result["hits"])
+
+
+@pytest.fixture
+def seeded(world):
+    """alice's personal secret, a shared base memory, one memory in each workspace."""
+    admin = world.admin
+    remember(admin, f"shared handbook about {SECRET[:5]} animals", name="base-handbook")
+    remember(admin, "workspace a roadmap for zebra launches", name="ws-a-roadmap", tenant=WS_A)
+    remember(admin, "workspace b budget for zebra feeding", name="ws-b-budget", tenant=WS_B)
+    r = remember(world("alice"), f"my private {SECRET} zebra diary", name="alice-diary", personal=True)
+    assert r["tenant"] == ALICE and r["personal"] is True and r["action"] == "created"
+    return world
+
+
+def leak_probe(conn, who):
+    """Everything `who` can try without naming alice's partition; returns the answers."""
+    out = []
+    for personal in ((True,) if who in OIDS else ()) + (False,):
+        out.append(recall(conn, f"{SECRET} zebra diary", personal=personal))
+        out.append(recall(conn, f"{SECRET} zebra diary", personal=personal, as_of=NOW + timedelta(days=3650)))
+        out.append(search(conn, f"{SECRET} zebra diary", personal=personal))
+        out.append(one(conn, "SELECT dna.list_memories(%s, include_invalid => true, personal => %s)", (S, personal)))
+        out.append(one(conn, "SELECT dna.consolidate(%s, dry_run => true, personal => %s)", (S, personal)))
+    for ws, member, _ in MEMBERS:
+        if member == who and ws != "*":
+            out.append(recall(conn, f"{SECRET} zebra diary", tenant=ws))
+            out.append(search(conn, f"{SECRET} zebra diary", tenant=ws))
+            out.append(one(conn, "SELECT dna.consolidate(%s, tenant => %s, dry_run => true)", (S, ws)))
+    for t in protected_tables(conn) if who != "nobody" else []:
+        out.append(rows(conn, f"SELECT * FROM {t}"))
+    return out
+
+
+# -- personal memory -------------------------------------------------------------------------
+
+
+def test_alice_reads_her_personal_partition_plus_the_shared_base_and_no_workspace(seeded):
+    alice = seeded("alice")
+    res = recall(alice, "zebra")
+    assert res["personal"] is False and "alice-diary" not in names(res)
+    res = recall(alice, "zebra", personal=True)
+    assert res["personal"] is True and res["tenant"] == ALICE
+    assert names(res) == ["alice-diary", "base-handbook"]          # nothing from ws-a or ws-b
+    flags = {h["name"]: h["personal"] for h in res["hits"]}
+    assert flags == {"alice-diary": True, "base-handbook": False}
+    # A workspace read never selects a personal row, even for the identity that owns it.
+    for ws in (WS_A, WS_B):
+        res = recall(alice, "zebra diary", tenant=ws)
+        assert "alice-diary" not in names(res) and all(not h["personal"] for h in res["hits"])
+        assert all(r[3] in ("", ws) for r in search(alice, "zebra diary", tenant=ws))
+    listed = one(alice, "SELECT dna.list_memories(%s, personal => true)", (S,))
+    assert {m["name"]: m["personal"] for m in listed["memories"]} == {"alice-diary": True, "base-handbook": False}
+
+
+def test_personal_memory_follows_the_identity_across_workspaces_and_logins(seeded):
+    alice = seeded("alice")
+    # Written while working in ws-a, read while working in ws-b: one partition.
+    remember(alice, "my note taken in workspace a about giraffes", name="alice-giraffe", tenant=WS_A, personal=True)
+    from_b = recall(alice, "giraffes", tenant=WS_B, personal=True)
+    from_a = recall(alice, "giraffes", tenant=WS_A, personal=True)
+    assert from_a["tenant"] == from_b["tenant"] == ALICE
+    assert "alice-giraffe" in names(from_b) and names(from_a) == names(from_b)
+    # A second login of the same identity reads the same partition.
+    laptop = seeded("alice2")
+    assert names(recall(laptop, "giraffes", personal=True)) == names(from_b)
+    assert one(seeded.admin, "SELECT count(DISTINCT tenant) FROM dna.dna_instances WHERE tenant LIKE 'personal:%%'") == 1
+
+
+def test_nobody_else_reads_alices_personal_memory(seeded):
+    for who in OTHERS:
+        conn = seeded(who)
+        answers = leak_probe(conn, who)
+        assert answers, who
+        assert_no_leak(*answers, conn.notices)
+
+
+def test_superuser_is_outside_the_model_and_sees_it(seeded):
+    # Documented: superusers bypass row-level security.
+    assert one(seeded.admin, "SELECT count(*) FROM dna.dna_instances WHERE tenant = %s", (ALICE,)) == 1
+
+
+def test_no_function_naming_alices_partition_reveals_it(seeded):
+    secret_name = ["alice-diary"]
+    for who in OTHERS:
+        conn = seeded(who)
+        # Doors that take a tenant refuse a personal:* tenant outright.
+        for query, params in [
+            ("SELECT dna.recall(%s, 'zebra', tenant => %s)", (S, ALICE)),
+            ("SELECT dna.recall(%s, 'zebra', tenant => %s, as_of => now())", (S, ALICE)),
+            ("SELECT * FROM dna.search(%s, 'zebra', NULL, %s, tenant => %s)", (S, MODEL, ALICE)),
+            ("SELECT * FROM dna.bm25(%s, 'zebra', %s, tenant => %s)", (S, MODEL, ALICE)),
+            ("SELECT * FROM dna.bm25_partition_stats(%s, %s, %s)", (S, MODEL, ALICE)),
+            ("SELECT dna.list_memories(%s, tenant => %s)", (S, ALICE)),
+            ("SELECT dna.consolidate(%s, tenant => %s, dry_run => true)", (S, ALICE)),
+            ("SELECT dna.forget(%s, 'alice-diary', tenant => %s)", (S, ALICE)),
+            ("SELECT dna.revive(%s, 'alice-diary', tenant => %s)", (S, ALICE)),
+            ("SELECT dna.remember(%s, '{\"summary\": \"x\"}', tenant => %s)", (S, ALICE)),
+            ("SELECT dna.index_document(%s, 'Engram', 'alice-diary', 'x', model_id => %s, tenant => %s)", (S, MODEL, ALICE)),
+            ("SELECT dna.delete_document(%s, 'Engram', 'alice-diary', %s)", (S, ALICE)),
+            ("SELECT * FROM dna.stale_documents(%s, %s, '{Engram}', '{alice-diary}', '{NULL}', '{x}', ARRAY[%s])",
+             (S, MODEL, ALICE)),
+            ("SELECT dna.recall(%s, 'zebra', tenant => %s)", (S, ALICE.upper())),
+        ]:
+            state, _ = refused(conn, query, params)
+            assert state == "42501", (who, query)
+        # Internal helpers without a door of their own return nothing of alice's (row-level security).
+        assert one(conn, "SELECT dna.memory_specs(%s, 'Engram', %s, %s)", (S, ALICE, secret_name)) in ({}, None)
+        assert_no_leak(one(conn, "SELECT dna.memory_recorded_at(%s, 'Engram', %s, %s)", (S, ALICE, secret_name)))
+        if one(conn, "SELECT to_regproc('dna.bm25_scores') IS NULL"):
+            continue
+        terms = one(conn, "SELECT dna.bm25_terms(%s)", (f"{SECRET} zebra diary",))
+        alice_docs = {r[0] for r in rows(seeded.admin, "SELECT doc_id FROM dna.dna_search_docs_384 WHERE tenant = %s", (ALICE,))}
+        scored = {r[0] for r in rows(conn, "SELECT * FROM dna.bm25_scores(%s, %s, %s, %s, 100, 10, 0.9, 0.4)",
+                                     (S, MODEL, ALICE, terms))}
+        assert alice_docs and not scored & alice_docs
+        assert_no_leak(conn.notices)
+
+
+def test_raw_sql_cannot_touch_alices_rows(seeded):
+    for who in OTHERS:
+        conn = seeded(who)
+        if who == "nobody":
+            continue
+        for t in protected_tables(conn):
+            assert conn.execute(f"UPDATE {t} SET tenant = tenant WHERE tenant = %s", (ALICE,)).rowcount == 0
+            assert conn.execute(f"DELETE FROM {t} WHERE tenant = %s", (ALICE,)).rowcount == 0
+        # Writing into alice's partition is refused by the policy's WITH CHECK.
+        state, msg = refused(conn, "INSERT INTO dna.dna_instances (scope, kind, name, tenant, spec) "
+                                   "VALUES (%s, 'Research', 'planted', %s, '{}')", (S, ALICE))
+        assert state == "42501" and "row-level security" in msg
+        # Moving one's own row into alice's partition, too.
+        state, _ = refused(conn, "UPDATE dna.dna_instances SET tenant = %s WHERE tenant = ''", (ALICE,))
+        assert state == "42501"
+        # Nobody maps themselves to alice's identity or joins her partition.
+        state, _ = refused(conn, "INSERT INTO dna.dna_identities (role_name, oid) VALUES (current_user, 'alice-oid')")
+        assert state == "42501"
+        state, _ = refused(conn, "UPDATE dna.dna_identities SET oid = 'alice-oid'")
+        assert state == "42501"
+        state, _ = refused(conn, f"TRUNCATE dna.dna_instances")
+        assert state == "42501"
+        # A leaky function in a WHERE clause runs after the policy (security barrier), so it never sees the row.
+        conn.execute("CREATE FUNCTION pg_temp.leak(jsonb) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS "
+                     "$$ BEGIN RAISE NOTICE 'leak %', $1; RETURN true; END $$")
+        conn.execute("SELECT * FROM dna.dna_instances WHERE pg_temp.leak(spec)").fetchall()
+        conn.execute("SELECT * FROM dna.dna_versions WHERE pg_temp.leak(spec)").fetchall()
+        assert_no_leak(conn.notices)
+        # The mapping tables show each role its own rows only.
+        assert {r[0] for r in rows(conn, "SELECT role_name FROM dna.dna_identities")} <= {ROLES[who]}
+        assert {r[0] for r in rows(conn, "SELECT role_name FROM dna.dna_workspace_members")} <= {ROLES[who]}
+
+
+def test_planner_statistics_do_not_leak(seeded):
+    seeded.admin.execute("ANALYZE dna.dna_instances, dna.dna_versions, dna.dna_search_docs_384, "
+                         "dna.dna_bm25_postings, dna.dna_bm25_stats")
+    for who in OTHERS:
+        conn = seeded(who)
+        stats = rows(conn, "SELECT * FROM pg_stats WHERE schemaname = 'dna'")
+        assert_no_leak(stats)
+
+
+def test_alice_forgets_and_revives_her_personal_memory_and_bob_cannot(seeded):
+    alice, bob, owner = seeded("alice"), seeded("bob"), seeded("owner")
+    for conn in (bob, owner):
+        state, _ = refused(conn, "SELECT dna.forget(%s, 'alice-diary', personal => true)", (S,))
+        assert state == "P0002"                                       # not in his own partition
+        state, _ = refused(conn, "SELECT dna.forget(%s, 'alice-diary', tenant => %s)", (S, ALICE))
+        assert state == "42501"
+    f = one(alice, "SELECT dna.forget(%s, 'alice-diary', personal => true, now => %s)", (S, NOW + timedelta(days=1)))
+    assert f["written"] and f["tenant"] == ALICE
+    assert "alice-diary" not in names(recall(alice, "zebra diary", personal=True, now=NOW + timedelta(days=2)))
+    for conn in (bob, owner):
+        state, _ = refused(conn, "SELECT dna.revive(%s, 'alice-diary', personal => true)", (S,))
+        assert state == "P0002"
+        state, _ = refused(conn, "SELECT dna.revive(%s, 'alice-diary', tenant => %s)", (S, ALICE))
+        assert state == "42501"
+        assert conn.execute("UPDATE dna.dna_instances SET spec = spec - 'valid_to' WHERE name = 'alice-diary'").rowcount == 0
+    r = one(alice, "SELECT dna.revive(%s, 'alice-diary', personal => true, now => %s)", (S, NOW + timedelta(days=3)))
+    assert r["revived"] and r["tenant"] == ALICE
+    assert "alice-diary" in names(recall(alice, "zebra diary", personal=True, now=NOW + timedelta(days=4)))
+    # The history is alice's alone.
+    assert one(alice, "SELECT count(*) FROM dna.dna_versions WHERE name = 'alice-diary'") == 3
+    for who in OTHERS:
+        assert one(seeded(who), "SELECT count(*) FROM dna.dna_versions WHERE name = 'alice-diary'") == 0
+        assert_no_leak(leak_probe(seeded(who), who))
+
+
+def test_personal_without_identity_fails_closed(seeded):
+    for who in ("nobody", "svc"):
+        conn = seeded(who)
+        for query in ("SELECT dna.remember(%s, '{\"summary\": \"mine\"}', personal => true)",
+                      "SELECT dna.recall(%s, 'zebra', personal => true)",
+                      "SELECT dna.forget(%s, 'alice-diary', personal => true)",
+                      "SELECT dna.revive(%s, 'alice-diary', personal => true)",
+                      "SELECT dna.list_memories(%s, personal => true)",
+                      "SELECT dna.consolidate(%s, personal => true, dry_run => true)",
+                      "SELECT * FROM dna.search(%s, 'zebra', NULL, 'dna-fake-hash-v1', personal => true)"):
+            state, msg = refused(conn, query, (S,))
+            assert state == "42501" and "personal memory needs an identity" in msg, (who, query, msg)
+            assert "dna.dna_identities" in msg
+
+
+def test_reconsolidation_never_writes_a_cue_into_another_partition(seeded):
+    alice, admin = seeded("alice"), seeded.admin
+    base_before = one(admin, "SELECT spec FROM dna.dna_instances WHERE name = 'base-handbook'")
+    res = recall(alice, "zebra animals diary", personal=True, reconsolidate=True)
+    assert {"alice-diary", "base-handbook"} <= set(names(res))
+    assert res["reconsolidated"] == ["alice-diary"]
+    assert one(admin, "SELECT spec FROM dna.dna_instances WHERE name = 'base-handbook'") == base_before
+    res = recall(alice, "zebra roadmap", tenant=WS_A, reconsolidate=True)
+    assert res["reconsolidated"] == ["ws-a-roadmap"]
+    assert one(admin, "SELECT spec FROM dna.dna_instances WHERE name = 'base-handbook'") == base_before
+
+
+# -- workspaces ------------------------------------------------------------------------------
+
+
+def test_members_of_workspace_a_never_see_workspace_b(seeded):
+    bob, carol = seeded("bob"), seeded("carol")
+    for conn, mine, other in ((bob, WS_A, WS_B), (carol, WS_B, WS_A)):
+        res = recall(conn, "zebra", tenant=mine)
+        assert all(h["tenant"] in ("", mine) for h in res["hits"]) and len(res["hits"]) == 2
+        for t in protected_tables(conn):
+            assert one(conn, f"SELECT count(*) FROM {t} WHERE tenant = %s", (other,)) == 0, t
+            assert one(conn, f"SELECT count(*) FROM {t} WHERE tenant NOT IN ('', %s)", (mine,)) == 0, t
+        for query in ("SELECT dna.recall(%s, 'zebra', tenant => %s)",
+                      "SELECT * FROM dna.search(%s, 'zebra', NULL, 'dna-fake-hash-v1', tenant => %s)",
+                      "SELECT dna.list_memories(%s, tenant => %s)",
+                      "SELECT dna.remember(%s, '{\"summary\": \"planted\"}', tenant => %s)",
+                      "SELECT dna.consolidate(%s, tenant => %s, dry_run => true)"):
+            state, msg = refused(conn, query, (S, other), note=query)
+            assert state == "42501" and "not a member" in msg, (query, msg)
+        assert one(conn, "SELECT count(*) FROM dna.dna_instances WHERE name = %s", (f"{other}-{'budget' if other == WS_B else 'roadmap'}",)) == 0
+        state, _ = refused(conn, "INSERT INTO dna.dna_instances (scope, kind, name, tenant, spec) "
+                                 "VALUES (%s, 'Research', 'planted', %s, '{}')", (S, other))
+        assert state == "42501"
+
+
+def test_members_write_and_read_their_workspace(seeded):
+    bob, alice, carol = seeded("bob"), seeded("alice"), seeded("carol")
+    r = remember(bob, "bob shares the okapi migration plan", name="okapi", tenant=WS_A)
+    assert r["tenant"] == WS_A and r["personal"] is False
+    assert "okapi" in names(recall(alice, "okapi migration", tenant=WS_A))
+    assert "okapi" not in names(recall(carol, "okapi migration", tenant=WS_B))
+    assert "okapi" not in names(recall(alice, "okapi migration", personal=True))
+
+
+def test_workspace_owner_and_wildcard_service_see_workspaces_but_no_personal_memory(seeded):
+    for who in ("owner", "svc"):
+        conn = seeded(who)
+        for ws in (WS_A, WS_B):
+            assert names(recall(conn, "zebra", tenant=ws)) == sorted(["base-handbook", f"{ws}-{'roadmap' if ws == WS_A else 'budget'}"])
+        seen = {r[0] for r in rows(conn, "SELECT DISTINCT tenant FROM dna.dna_instances")}
+        assert seen == {"", WS_A, WS_B}
+
+
+def test_unmapped_application_role_sees_only_the_shared_base(seeded):
+    nobody = seeded("nobody")
+    assert {r[0] for r in rows(nobody, "SELECT DISTINCT tenant FROM dna.dna_instances")} == {""}
+    assert names(recall(nobody, "zebra")) == ["base-handbook"]
+    r = remember(nobody, "a shared default written by the application", name="shared-default")
+    assert r["tenant"] == "" and r["action"] == "created"
+    state, _ = refused(nobody, "SELECT dna.recall(%s, 'zebra', tenant => %s)", (S, WS_A))
+    assert state == "42501"
+    assert one(nobody, "SELECT dna.visible_tenants()") == [""]
+    assert one(nobody, "SELECT dna.current_identity()") is None
+
+
+def test_table_owner_is_subject_to_row_level_security(seeded):
+    admin = seeded.admin
+    dbo = ROLES["dbo"]
+    for t in protected_tables(admin):
+        admin.execute(f"ALTER TABLE {t} OWNER TO {dbo}")
+    conn = seeded("dbo")
+    for t in protected_tables(admin):
+        assert one(conn, f"SELECT count(*) FROM {t} WHERE tenant LIKE 'personal:%%'") == 0, t
+        assert one(conn, f"SELECT count(*) FROM {t} WHERE tenant IN (%s, %s)", (WS_A, WS_B)) == 0, t
+    assert_no_leak(rows(conn, "SELECT * FROM dna.dna_instances"), rows(conn, "SELECT * FROM dna.dna_search_docs_384"))
+
+
+# -- the thin client and the CLI pass the flag; the database decides -------------------------
+
+
+def test_client_and_cli_personal_flag(seeded, monkeypatch, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    import pydna
+    from pydna.cli import app
+
+    with pydna.connect(seeded.dsn_of("alice"), embedder=pydna.FakeEmbeddingProvider()) as alice:
+        r = alice.memory.remember(S, "alice keeps her okra recipe private", name="alice-okra", personal=True, now=NOW)
+        assert r["tenant"] == ALICE and r["personal"] is True
+        res = alice.memory.recall(S, "okra recipe", personal=True, reconsolidate=False)
+        assert [h["name"] for h in res["hits"] if h["personal"]][0] == "alice-okra"
+        assert alice.memory.forget(S, "alice-okra", personal=True)["written"] is True
+        assert alice.memory.revive(S, "alice-okra", personal=True)["revived"] is True
+        assert "alice-okra" in {m["name"] for m in alice.memory.list(S, personal=True)["memories"]}
+        assert alice.memory.consolidate(S, personal=True, dry_run=True)["evaluated"] >= 2
+    with pydna.connect(seeded.dsn_of("bob"), embedder=pydna.FakeEmbeddingProvider()) as bob:
+        res = bob.memory.recall(S, "okra recipe", personal=True, reconsolidate=False)
+        assert "alice-okra" not in [h["name"] for h in res["hits"]]
+        assert_no_leak(res, bob.memory.list(S, personal=True, include_invalid=True))
+    with pydna.connect(seeded.dsn_of("nobody"), embedder=None) as nobody:
+        with pytest.raises(psycopg.Error, match="personal memory needs an identity"):
+            nobody.memory.recall(S, "okra", personal=True)
+
+    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
+    runner = CliRunner()
+
+    def run(who, *args):
+        return runner.invoke(app, ["--dsn", seeded.dsn_of(who), "memory", *args])
+
+    out = run("alice", "recall", "okra recipe", "--scope", S, "--personal", "--embedder", "fake", "--no-reconsolidate")
+    assert out.exit_code == 0 and "alice-okra [personal]" in out.stdout, out.stdout
+    out = run("bob", "recall", "okra recipe", "--scope", S, "--personal", "--embedder", "fake", "--json")
+    assert out.exit_code == 0 and "alice-okra" not in out.stdout
+    assert json.loads(out.stdout)["tenant"] == "personal:bob-oid"
+    out = run("nobody", "list", "--scope", S, "--personal")
+    assert out.exit_code != 0 and "personal memory needs an identity" in (out.stdout + out.stderr)
