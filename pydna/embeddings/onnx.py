@@ -368,6 +368,9 @@ class OnnxEmbeddingProvider:
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
+            # No busy-waiting between ops: the embedded PostgreSQL and the caller share these
+            # cores, and spinning threads measurably slowed embedding when the CPU was contended.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 session = ort.InferenceSession(
                     str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
