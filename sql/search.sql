@@ -385,6 +385,8 @@ DECLARE
     dense_order text;
     lane_filter text;
     dense_sql text;
+    terms text[] := '{}';
+    st record;
     degraded boolean := query_embedding IS NULL;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
@@ -412,24 +414,34 @@ BEGIN
         RETURN;                                          -- a blank query has no hits, and is no error
     END IF;
 
-    -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in rule
-    -- (bench/RESULTS.md: chosen on the SciFact train split): each lane fetches max(4k, 40) candidates,
-    -- weights (1, 1), rrf_k 60.
+    -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in
+    -- values chosen on the SciFact TRAIN split (bench/tune.py; bench/RESULTS.md): each lane fetches
+    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10.
     SELECT * INTO cfg FROM dna.search_config(scope);
-    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 40));
-    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 40));
-    weights := coalesce(weights, cfg.weights);
-    rrf_k := coalesce(rrf_k, cfg.rrf_k, 60);
+    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100));
+    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100));
+    weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
+    rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
+    -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
+    -- partition's statistics (an empty term list matches nothing).
+    terms := dna.bm25_terms(query, cfg.ts_config);
+    SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal IS TRUE);
+    IF st.n_docs <= 0 THEN
+        terms := '{}';
+    END IF;
 
     -- Filters, applied inside each lane so that neither starves the fused list.
     -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
+    -- (With the base tenant '' the overlay is just t.tenant = '': a simpler plan for the common case.)
     lane_filter := format(
         't.scope = $1 AND t.model_id = $2
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
-         AND (t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
+         AND %s',
+        CASE WHEN tenant = '' THEN 't.tenant = '''''
+             ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
                 SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
-                 AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl);
+                 AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl) END);
 
     IF query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 THEN
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
@@ -452,13 +464,20 @@ BEGIN
                              NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
     END IF;
 
-    -- Lexical lane: BM25 (dna.bm25) over the OR of the query's lexemes, same filters and overlay.
+    -- Lexical lane: BM25 (dna.bm25_scores, as dna.bm25) over the OR of the query's lexemes; the
+    -- overlay is in the partition (shadowed base rows left out), kinds/name_prefix apply before the
+    -- cut (without them the scores are cut at the depth, ties included, before the join).
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
-             SELECT c.kind, c.name, c.tenant, c.score AS lexical_score,
-                    row_number() OVER (ORDER BY c.score DESC, c.kind, c.name, c.tenant)::integer AS rnk
-             FROM dna.bm25($1, $8, $2, CASE WHEN $14 THEN '''' ELSE $6 END, $5, $7, $13, personal => $14) AS c
+             SELECT d.kind, d.name, d.tenant, c.score AS lexical_score,
+                    row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
+             FROM dna.bm25_scores($1, $2, $6, $8, $14, $15, $16, $17, $18, $19) AS c
+             JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
+             WHERE ($5::text[] IS NULL OR d.kind = ANY ($5))
+               AND ($7::text IS NULL OR starts_with(d.name, $7))
+             ORDER BY c.score DESC, d.kind, d.name, d.tenant
+             LIMIT $13
          ),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
@@ -475,9 +494,11 @@ BEGIN
          FROM fused AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl)
-        USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, query,
-              weights, rrf_k, k, degraded, lexical_depth, personal IS TRUE;
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl)
+        USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+              weights, rrf_k, k, degraded, lexical_depth,
+              st.n_docs::float8, st.avg_len, cfg.bm25_k1, cfg.bm25_b, st.shadowed,
+              CASE WHEN kinds IS NULL AND name_prefix IS NULL THEN lexical_depth END;
 END
 $$;
 
@@ -486,8 +507,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
 'name_prefix, tenant overlay) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
-'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else candidates = max(4k, 40) '
-'per lane, weights (1, 1), rrf_k 60. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
+'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
+'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
 'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
 'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
 'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '

@@ -12,6 +12,7 @@ import math
 import pytest
 
 MODEL = "dna-fake-hash-v1"  # registered by revision 0001; documents indexed without vectors
+K1, B = 1.2, 0.4             # the built-in BM25 defaults (sql/bm25.sql)
 
 
 def bm25_reference(docs: dict[str, list[str]], query_terms: list[str], k1: float, b: float) -> dict[str, float]:
@@ -95,7 +96,7 @@ def test_simple_tokens_are_what_the_reference_assumes(sql):
 ])
 def test_bm25_equals_direct_computation(sql, simple_scope, query, terms):
     got = bm25(sql, simple_scope, query)
-    assert_scores(got, bm25_reference(SIMPLE_TOKENS, terms, 0.9, 0.4))
+    assert_scores(got, bm25_reference(SIMPLE_TOKENS, terms, K1, B))
     # ordered by score DESC, then name
     rows = sql.execute("SELECT name, score FROM dna.bm25('s', %s, %s, k => 100)", (query, MODEL)).fetchall()
     assert rows == sorted(rows, key=lambda r: (-r[1], r[0]))
@@ -131,7 +132,7 @@ def test_english_stemming_and_stop_words(sql):
         for t in tokens[name]:
             assert f"'{t}'" in vec
     assert sql.execute("SELECT ts_config::text FROM dna.search_config('en')").fetchone()[0] == "english"
-    assert_scores(bm25(sql, "en", "Are the cats running?"), bm25_reference(tokens, ["cat", "run"], 0.9, 0.4))
+    assert_scores(bm25(sql, "en", "Are the cats running?"), bm25_reference(tokens, ["cat", "run"], K1, B))
 
 
 def _stats(sql, scope, tenant=""):
@@ -169,7 +170,7 @@ def test_statistics_follow_updates_and_deletes(sql, simple_scope):
     tokens["d3"] = ["dog", "dog", "bird", "bird", "bird", "sat"]
     _postings_are_exact(sql)
     assert _stats(sql, "s") == (5, sum(len(t) for t in tokens.values()))
-    assert_scores(bm25(sql, "s", "cat bird sat"), bm25_reference(tokens, ["cat", "bird", "sat"], 0.9, 0.4))
+    assert_scores(bm25(sql, "s", "cat bird sat"), bm25_reference(tokens, ["cat", "bird", "sat"], K1, B))
 
     # unchanged text writes nothing; an embedding-only change keeps the postings
     assert index(sql, "s", "d3", "dog dog bird bird bird sat")["action"] == "unchanged"
@@ -183,13 +184,13 @@ def test_statistics_follow_updates_and_deletes(sql, simple_scope):
     del tokens["d1"], tokens["d5"]
     _postings_are_exact(sql)
     assert _stats(sql, "s") == (3, sum(len(t) for t in tokens.values()))
-    assert_scores(bm25(sql, "s", "cat bird sat dog"), bm25_reference(tokens, ["cat", "bird", "sat", "dog"], 0.9, 0.4))
+    assert_scores(bm25(sql, "s", "cat bird sat dog"), bm25_reference(tokens, ["cat", "bird", "sat", "dog"], K1, B))
 
     # a plain SQL UPDATE / DELETE on the table is covered by the trigger too
     sql.execute("UPDATE dna.dna_search_docs_384 SET body = 'mat mat' WHERE scope = 's' AND name = 'd4'")
     tokens["d4"] = ["mat", "mat"]
     _postings_are_exact(sql)
-    assert_scores(bm25(sql, "s", "mat dog"), bm25_reference(tokens, ["mat", "dog"], 0.9, 0.4))
+    assert_scores(bm25(sql, "s", "mat dog"), bm25_reference(tokens, ["mat", "dog"], K1, B))
 
     sql.execute("TRUNCATE dna.dna_search_docs_384")
     assert sql.execute("SELECT count(*) FROM dna.dna_bm25_postings").fetchone()[0] == 0
@@ -201,7 +202,7 @@ def test_scopes_and_models_are_separate_partitions(sql, simple_scope):
     sql.execute("SELECT dna.set_search_config('other', 'simple')")
     for i in range(20):
         index(sql, "other", f"o{i}", "cat cat cat cat")
-    assert_scores(bm25(sql, "s", "cat"), bm25_reference(SIMPLE_TOKENS, ["cat"], 0.9, 0.4))
+    assert_scores(bm25(sql, "s", "cat"), bm25_reference(SIMPLE_TOKENS, ["cat"], K1, B))
 
 
 def test_one_tenant_does_not_change_another_tenants_scores(sql, simple_scope):
@@ -216,8 +217,8 @@ def test_one_tenant_does_not_change_another_tenants_scores(sql, simple_scope):
     q, terms = "cat dog mat bird", ["cat", "dog", "mat", "bird"]
     base_before = bm25(sql, "s", q)
     acme_before = bm25(sql, "s", q, tenant="acme")
-    assert_scores(base_before, bm25_reference(base, terms, 0.9, 0.4))
-    assert_scores(acme_before, bm25_reference(acme_view, terms, 0.9, 0.4))
+    assert_scores(base_before, bm25_reference(base, terms, K1, B))
+    assert_scores(acme_before, bm25_reference(acme_view, terms, K1, B))
     assert _stats(sql, "s", "acme") == (len(acme_view), sum(len(t) for t in acme_view.values()))
 
     # tenant globex writes a lot, including a shadow of d1: acme and base do not move
@@ -229,7 +230,7 @@ def test_one_tenant_does_not_change_another_tenants_scores(sql, simple_scope):
     # ... and globex sees its own partition
     globex_view = {**{n: t for n, t in base.items() if n != "d1"}, "d1": ["bird"],
                    **{f"g{i}": ["dog", "dog", "dog", "mat", "cat"] for i in range(30)}}
-    assert_scores(bm25(sql, "s", q, tenant="globex"), bm25_reference(globex_view, terms, 0.9, 0.4))
+    assert_scores(bm25(sql, "s", q, tenant="globex"), bm25_reference(globex_view, terms, K1, B))
 
     # deleting globex rows does not move acme either
     for i in range(30):
@@ -290,7 +291,7 @@ def test_query_text_never_raises(sql, query):
 def test_hybrid_search_uses_bm25_lane(sql, simple_scope):
     rows = sql.execute("SELECT name, lexical_score, rank_lexical FROM dna.search('s', 'cat sat', "
                        "dna.fake_embed('cat sat'), %s, k => 100) WHERE rank_lexical IS NOT NULL", (MODEL,)).fetchall()
-    assert_scores({r[0]: r[1] for r in rows}, bm25_reference(SIMPLE_TOKENS, ["cat", "sat"], 0.9, 0.4))
+    assert_scores({r[0]: r[1] for r in rows}, bm25_reference(SIMPLE_TOKENS, ["cat", "sat"], K1, B))
     # per-scope hybrid settings are validated and used
     sql.execute("SELECT dna.set_search_config('s', weights => '{0,1}', lexical_candidates => 2)")
     rows = sql.execute("SELECT name, rank_lexical FROM dna.search('s', 'cat sat', NULL, %s, k => 10)",
