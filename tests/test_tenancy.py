@@ -249,6 +249,12 @@ def test_alice_reads_her_personal_partition_plus_the_shared_base_and_no_workspac
         res = recall(alice, "zebra diary", tenant=ws)
         assert "alice-diary" not in names(res) and all(not h["personal"] for h in res["hits"])
         assert all(r[3] in ("", ws) for r in search(alice, "zebra diary", tenant=ws))
+    hits = search(alice, "zebra diary", personal=True)
+    assert {(r[2], r[3]) for r in hits} == {("alice-diary", ALICE), ("base-handbook", "")}
+    lexical = rows(alice, "SELECT name, tenant FROM dna.bm25(%s, 'zebra diary', %s, personal => true)", (S, MODEL))
+    assert set(lexical) == {("alice-diary", ALICE), ("base-handbook", "")}
+    stats = one(alice, "SELECT n_docs FROM dna.bm25_partition_stats(%s, %s, personal => true)", (S, MODEL))
+    assert stats == 2
     listed = one(alice, "SELECT dna.list_memories(%s, personal => true)", (S,))
     assert {m["name"]: m["personal"] for m in listed["memories"]} == {"alice-diary": True, "base-handbook": False}
 
@@ -388,7 +394,9 @@ def test_alice_forgets_and_revives_her_personal_memory_and_bob_cannot(seeded):
 def test_personal_without_identity_fails_closed(seeded):
     for who in ("nobody", "svc"):
         conn = seeded(who)
-        for query in ("SELECT dna.remember(%s, '{\"summary\": \"mine\"}', personal => true)",
+        for query in ("SELECT * FROM dna.bm25(%s, 'zebra', 'dna-fake-hash-v1', personal => true)",
+                      "SELECT dna.index_document(%s, 'Research', 'x', 'x', model_id => 'dna-fake-hash-v1', personal => true)",
+                      "SELECT dna.delete_document(%s, 'Research', 'x', personal => true)","SELECT dna.remember(%s, '{\"summary\": \"mine\"}', personal => true)",
                       "SELECT dna.recall(%s, 'zebra', personal => true)",
                       "SELECT dna.forget(%s, 'alice-diary', personal => true)",
                       "SELECT dna.revive(%s, 'alice-diary', personal => true)",
@@ -519,3 +527,52 @@ def test_client_and_cli_personal_flag(seeded, monkeypatch, tmp_path):
     assert json.loads(out.stdout)["tenant"] == "personal:bob-oid"
     out = run("nobody", "list", "--scope", S, "--personal")
     assert out.exit_code != 0 and "personal memory needs an identity" in (out.stdout + out.stderr)
+
+
+# -- the revision ----------------------------------------------------------------------------
+
+
+def _snapshot(dsn):
+    with psycopg.connect(dsn) as conn:
+        return (
+            {r[0] for r in conn.execute("SELECT p.oid::regprocedure::text FROM pg_proc AS p "
+                                        "WHERE p.pronamespace = 'dna'::regnamespace")},
+            {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'dna'")},
+            {r[0] for r in conn.execute("SELECT c.relname || ':' || c.relrowsecurity || c.relforcerowsecurity "
+                                        "FROM pg_class AS c WHERE c.relnamespace = 'dna'::regnamespace AND c.relkind = 'r'")},
+            {r[0] for r in conn.execute("SELECT polname || '@' || polrelid::regclass::text FROM pg_policy")},
+        )
+
+
+def test_downgrade_removes_exactly_the_tenancy_revision(empty_dsn):
+    from pydna import migrate
+
+    migrate.upgrade(empty_dsn, "0009_tenancy")
+    full = _snapshot(empty_dsn)
+    assert "dna.current_identity()" in full[0] and {"dna_identities", "dna_workspace_members"} <= full[1]
+    assert "dna_instances:truetrue" in full[2] and "dna_tenant_isolation@dna.dna_instances" in full[3]
+    migrate.downgrade(empty_dsn, "0002_memory")
+    funcs, tables, rls, policies = _snapshot(empty_dsn)
+    assert not any(f.startswith(("dna.current_identity", "dna.visible_tenants", "dna.protect_table")) for f in funcs)
+    assert "dna_identities" not in tables and policies == set()
+    assert all(r.endswith(":falsefalse") for r in rls)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        # Without the identity map a personal call still fails closed; an explicit personal:* tenant is refused.
+        for query in ("SELECT dna.recall('s', 'x', personal => true)",
+                      "SELECT dna.remember('s', '{\"summary\": \"x\"}', personal => true)",
+                      "SELECT dna.recall('s', 'x', tenant => 'personal:alice-oid')"):
+            state, _ = refused(conn, query)
+            assert state == "42501", query
+        assert one(conn, "SELECT dna.recall('s', 'x', tenant => 'ws-a')")["hits"] == []
+    migrate.upgrade(empty_dsn)
+    assert _snapshot(empty_dsn)[0] >= full[0] and _snapshot(empty_dsn)[2:] == full[2:]
+
+
+def test_tenancy_prints_in_sql_mode():
+    from pydna import migrate
+
+    text = migrate.upgrade("postgresql://nobody@127.0.0.1:1/none", sql=True)
+    for expected in ("CREATE TABLE dna.dna_identities", "CREATE TABLE dna.dna_workspace_members",
+                     "CREATE OR REPLACE FUNCTION dna.visible_tenants(", "FORCE ROW LEVEL SECURITY",
+                     "dna.protect_table(t)", "'personal:<oid>'"):
+        assert expected in text, expected
