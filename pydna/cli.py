@@ -717,6 +717,9 @@ def recall(
         "--kind", help="Only these kinds (repeatable).", show_default=False)] = None,
     k: Annotated[int, typer.Option("-k", "--top-k", min=0, max=1000, help="Number of hits.")] = 10,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant overlay ('' = the shared base only).")] = "",
+    personal: Annotated[bool, typer.Option(
+        "--personal", help="Your personal partition over the shared base (resolved by the server from the "
+                           "connected role).")] = False,
     name_prefix: Annotated[Optional[str], typer.Option(
         "--name-prefix", help="Only documents whose name starts with this.", show_default=False)] = None,
     embedder: EmbedderOpt = EmbedderName.auto,
@@ -731,7 +734,8 @@ def recall(
     note = stderr() if as_json else stdout()
     note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
     try:
-        result = client.search(scope, query, kind=kind or None, k=k, tenant=tenant, name_prefix=name_prefix)
+        result = client.search(scope, query, kind=kind or None, k=k, tenant=tenant, name_prefix=name_prefix,
+                               personal=personal)
     finally:
         client.close()
     if result.degraded:

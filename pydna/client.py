@@ -58,6 +58,7 @@ class Hit:
     lexical_score: float | None
     rank_dense: int | None
     rank_lexical: int | None
+    personal: bool = False  # the hit is in the caller's personal partition
 
 
 @dataclass
@@ -209,7 +210,8 @@ class Client:
 
     def search(self, scope: str, query: str, *, kind: str | Sequence[str] | None = None, k: int = 10,
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
-               weights: Sequence[float] | None = None, model_id: str | None = None) -> SearchResult:
+               weights: Sequence[float] | None = None, model_id: str | None = None,
+               personal: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True."""
         model = model_id or self.model_id
@@ -222,10 +224,10 @@ class Client:
         kinds = [kind] if isinstance(kind, str) else (list(kind) if kind else None)
         rows = self.conn.execute(
             "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
-            "rank_dense, rank_lexical FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, tenant => %s, "
-            "name_prefix => %s, candidates => %s, weights => %s)",
+            "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, tenant => %s, "
+            "name_prefix => %s, candidates => %s, weights => %s, personal => %s)",
             (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
-             list(weights) if weights else None)).fetchall()
+             list(weights) if weights else None, personal)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
                             model_id=model, error=error)

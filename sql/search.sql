@@ -490,7 +490,8 @@ BEGIN
              LIMIT $11
          )
          SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
-                f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12
+                f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
+                starts_with(f.tenant, ''personal:'')
          FROM fused AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant
@@ -513,4 +514,4 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
 'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
 'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
-'caller''s personal partition over the shared base (tenant ''personal:<oid>'' in the hits), nothing from any workspace.';
+'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace.';

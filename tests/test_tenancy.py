@@ -250,7 +250,7 @@ def test_alice_reads_her_personal_partition_plus_the_shared_base_and_no_workspac
         assert "alice-diary" not in names(res) and all(not h["personal"] for h in res["hits"])
         assert all(r[3] in ("", ws) for r in search(alice, "zebra diary", tenant=ws))
     hits = search(alice, "zebra diary", personal=True)
-    assert {(r[2], r[3]) for r in hits} == {("alice-diary", ALICE), ("base-handbook", "")}
+    assert {(r[2], r[3], r[12]) for r in hits} == {("alice-diary", ALICE, True), ("base-handbook", "", False)}
     lexical = rows(alice, "SELECT name, tenant FROM dna.bm25(%s, 'zebra diary', %s, personal => true)", (S, MODEL))
     assert set(lexical) == {("alice-diary", ALICE), ("base-handbook", "")}
     stats = one(alice, "SELECT n_docs FROM dna.bm25_partition_stats(%s, %s, personal => true)", (S, MODEL))
@@ -506,6 +506,8 @@ def test_client_and_cli_personal_flag(seeded, monkeypatch, tmp_path):
         assert alice.memory.revive(S, "alice-okra", personal=True)["revived"] is True
         assert "alice-okra" in {m["name"] for m in alice.memory.list(S, personal=True)["memories"]}
         assert alice.memory.consolidate(S, personal=True, dry_run=True)["evaluated"] >= 2
+        found = alice.search(S, "okra recipe", personal=True)
+        assert [(h.name, h.personal) for h in found.hits][:1] == [("alice-okra", True)]
     with pydna.connect(seeded.dsn_of("bob"), embedder=pydna.FakeEmbeddingProvider()) as bob:
         res = bob.memory.recall(S, "okra recipe", personal=True, reconsolidate=False)
         assert "alice-okra" not in [h["name"] for h in res["hits"]]
@@ -525,6 +527,9 @@ def test_client_and_cli_personal_flag(seeded, monkeypatch, tmp_path):
     out = run("bob", "recall", "okra recipe", "--scope", S, "--personal", "--embedder", "fake", "--json")
     assert out.exit_code == 0 and "alice-okra" not in out.stdout
     assert json.loads(out.stdout)["tenant"] == "personal:bob-oid"
+    out = runner.invoke(app, ["--dsn", seeded.dsn_of("alice"), "search", "okra recipe", "--scope", S, "--personal",
+                              "--embedder", "fake", "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["hits"][0]["personal"] is True, out.stdout
     out = run("nobody", "list", "--scope", S, "--personal")
     assert out.exit_code != 0 and "personal memory needs an identity" in (out.stdout + out.stderr)
 

@@ -213,9 +213,10 @@ CREATE TYPE dna.search_hit AS (
     lexical_score double precision,
     rank_dense    integer,
     rank_lexical  integer,
-    degraded      boolean
+    degraded      boolean,
+    personal      boolean
 );
-COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding.';
+COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding; personal = the hit is in a personal partition (tenant personal:<oid>).';
 """)
     op.execute(_BM25)
     op.execute(read_sql("bm25.sql"))  # before the width tables: their triggers call dna.bm25_maintain()
