@@ -581,3 +581,19 @@ def test_tenancy_prints_in_sql_mode():
                      "CREATE OR REPLACE FUNCTION dna.visible_tenants(", "FORCE ROW LEVEL SECURITY",
                      "dna.protect_table(t)", "'personal:<oid>'"):
         assert expected in text, expected
+
+
+def test_identity_is_the_current_role_so_a_pooler_switches_with_set_role(seeded):
+    # A pooler that the DBA made a member of alice's role may SET ROLE alice: it then *is* alice,
+    # and RESET ROLE makes it itself again (svc: no identity). A plain SET of a variable does nothing.
+    seeded.admin.execute(f"GRANT {ROLES['alice']} TO {ROLES['svc']}")
+    svc = seeded("svc")
+    svc.execute("SET dna.identity = 'alice-oid'")                      # not an identity
+    state, _ = refused(svc, "SELECT dna.recall(%s, 'zebra', personal => true)", (S,))
+    assert state == "42501"
+    svc.execute(f"SET ROLE {ROLES['alice']}")
+    assert "alice-diary" in names(recall(svc, "zebra diary", personal=True))
+    svc.execute("RESET ROLE")
+    state, _ = refused(svc, "SELECT dna.recall(%s, 'zebra', personal => true)", (S,))
+    assert state == "42501"
+    assert one(svc, "SELECT count(*) FROM dna.dna_instances WHERE tenant = %s", (ALICE,)) == 0
