@@ -741,6 +741,8 @@ def recall(
     if result.degraded:
         why = f" ({result.error})" if result.error else ""
         note.print(Text(f"degraded: lexical only{why}", style="yellow"), soft_wrap=True)
+    for notice in result.notices:
+        note.print(Text(notice, style="yellow"), soft_wrap=True)
     if as_json:
         hits = [{"rank": i, **asdict(h)} for i, h in enumerate(result.hits, start=1)]
         _echo_json({"query": query, "scope": scope, "model_id": result.model_id,

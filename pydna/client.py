@@ -69,6 +69,7 @@ class SearchResult:
     degraded: bool
     model_id: str
     error: str | None = None  # why the query embedding is missing, when degraded
+    notices: list[str] = field(default_factory=list)  # what dna.search said (e.g. no documents for model_id)
 
     def __iter__(self):
         return iter(self.hits)
@@ -222,15 +223,21 @@ class Client:
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
         kinds = [kind] if isinstance(kind, str) else (list(kind) if kind else None)
-        rows = self.conn.execute(
-            "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
-            "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, tenant => %s, "
-            "name_prefix => %s, candidates => %s, weights => %s, personal => %s)",
-            (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
-             list(weights) if weights else None, personal)).fetchall()
+        notices: list[str] = []
+        handler = lambda diag: notices.append(diag.message_primary)  # noqa: E731
+        self.conn.add_notice_handler(handler)
+        try:
+            rows = self.conn.execute(
+                "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
+                "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
+                "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s)",
+                (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
+                 list(weights) if weights else None, personal)).fetchall()
+        finally:
+            self.conn.remove_notice_handler(handler)
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
-                            model_id=model, error=error)
+                            model_id=model, error=error, notices=notices)
 
     def delete(self, scope: str, kind: str, name: str, *, tenant: str = "", model_id: str | None = None) -> int:
         """Remove a document from both lanes (all models when ``model_id`` is None); returns rows deleted."""

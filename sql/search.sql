@@ -366,6 +366,27 @@ COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text, boolean) I
 -- ---------------------------------------------------------------------------------------------
 
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.scope_models(scope text)
+RETURNS TABLE (model_id text, dims integer, documents bigint)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    w integer;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        RETURN QUERY EXECUTE format('SELECT t.model_id, %s, count(*) FROM dna.%I AS t WHERE t.scope = $1
+                                     GROUP BY t.model_id ORDER BY t.model_id', w, 'dna_search_docs_' || w)
+            USING scope;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION dna.scope_models(text) IS
+'The model_ids that have documents in scope, with their width and document count (rows the caller '
+'can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
+'(SQLSTATE 02000) when the requested model_id has no documents in the scope.';
+
 CREATE OR REPLACE FUNCTION dna.search(
     scope text, query text,
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
@@ -427,7 +448,15 @@ BEGIN
     terms := dna.bm25_terms(query, cfg.ts_config);
     SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal IS TRUE);
     IF st.n_docs <= 0 THEN
-        terms := '{}';
+        -- Nothing indexed with this model here: say so (psql shows the NOTICE, clients surface it)
+        -- instead of an empty answer that looks like "no match".
+        RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
+            quote_literal(model_id), quote_literal(scope),
+            (SELECT coalesce(string_agg(format('%s (%s docs)', m.model_id, m.documents), ', '
+                                        ORDER BY m.model_id), 'none')
+             FROM dna.scope_models(scope) AS m)
+            USING ERRCODE = '02000';
+        RETURN;
     END IF;
 
     -- Filters, applied inside each lane so that neither starves the fused list.

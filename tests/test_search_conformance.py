@@ -144,3 +144,19 @@ def test_9_tenant_row_shadows_base_row_for_that_tenant_only(indexed, driver):
     other = [h for h in indexed.search("banana", tenant="globex") if h["name"] == "s-banana"]
     assert len(other) == 1 and other[0]["tenant"] == ""
     assert "dessert" not in str(indexed.search("dessert", tenant="globex"))
+
+
+def test_model_without_documents_in_scope_says_so(sql, client):
+    """An empty answer because nothing was indexed with that model is not "no match": SQL raises a
+    NOTICE naming the model_ids that do have documents, and the client surfaces it."""
+    sql.execute("SELECT dna.register_model('other-model', 384)")
+    SqlDriver(sql).index(FIXTURE)
+    notices = []
+    sql.add_notice_handler(lambda d: notices.append(d.message_primary))
+    assert sql.execute("SELECT count(*) FROM dna.search(%s, 'memory', model_id => 'other-model')",
+                       (SCOPE,)).fetchone()[0] == 0
+    assert len(notices) == 1
+    assert "no documents for model_id 'other-model'" in notices[0] and "dna-fake-hash-v1 (4 docs)" in notices[0]
+    result = client.search(SCOPE, "memory", model_id="other-model")
+    assert result.hits == [] and result.notices == notices
+    assert client.search(SCOPE, "memory").notices == []
