@@ -1,8 +1,9 @@
 """Embedding throughput of ``OnnxEmbeddingProvider`` on SciFact abstracts.
 
 Documents per second for batch sizes 16/32/64, with texts length-sorted into batches (the
-provider's default) and unsorted (input order), plus the process's peak RSS
-(``resource.getrusage(RUSAGE_SELF).ru_maxrss``). A document is ``title + " " + text`` of a line of
+provider's default) and unsorted (input order), plus peak RSS
+(``resource.getrusage(RUSAGE_SELF).ru_maxrss``). Each configuration runs in a fresh Python process
+so that its peak RSS is its own (onnxruntime's memory arena keeps what it grew to). A document is ``title + " " + text`` of a line of
 ``corpus.jsonl``; each is truncated to 256 tokens by the provider.
 
 Usage (from the repository root)::
@@ -13,8 +14,8 @@ Usage (from the repository root)::
 Wall-clock docs/s depends on what else runs on the machine, so each run also records the process
 CPU time (docs per CPU-second, all onnxruntime threads together) and the 1-minute load average.
 
-``DATASET_DIR`` defaults to ``../shared/data/scifact`` relative to the repository root. One warm-up
-``embed`` of 64 documents creates the session before any timing; all runs share that session. Prints a table (rich) and writes JSON to ``bench/results/embed.json``.
+``DATASET_DIR`` defaults to ``../shared/data/scifact`` relative to the repository root. In each
+process one warm-up ``embed`` of one batch creates the session before the timing. Prints a table (rich) and writes JSON to ``bench/results/embed.json``.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,6 +54,45 @@ def peak_rss_mb() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
+def run_one(dataset: Path, limit: int, batch_size: int, sort: bool, threads: int | None,
+            model_dir: str | None) -> dict:
+    """One configuration in this (fresh) process: warm-up, timed ``embed`` of all docs, peak RSS."""
+    from pydna.embeddings.onnx import OnnxEmbeddingProvider
+
+    docs = load_docs(dataset, limit)
+    p = OnnxEmbeddingProvider(model_dir, threads=threads, batch_size=batch_size,
+                              sort_by_length=sort)
+    t0 = time.perf_counter()
+    p.embed(docs[:batch_size])  # creates the session
+    load_s = time.perf_counter() - t0
+    n_tokens = sum(len(e.ids) for e in p._tokenizer.encode_batch(docs))
+    load_before = os.getloadavg()[0]
+    t, c = time.perf_counter(), time.process_time()
+    p.embed(docs)
+    dt, cpu = time.perf_counter() - t, time.process_time() - c
+    import onnxruntime
+
+    return {
+        "batch_size": batch_size,
+        "length_sorted": sort,
+        "docs": len(docs),
+        "seconds": round(dt, 3),
+        "docs_per_s": round(len(docs) / dt, 1),
+        "tokens_per_s": round(n_tokens / dt, 1),
+        "cpu_seconds": round(cpu, 3),
+        "docs_per_cpu_s": round(len(docs) / cpu, 1),
+        "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "session_load_s": round(load_s, 3),
+        # shared facts, read once by the parent
+        "tokens_after_truncation": n_tokens,
+        "model_id": p.model_id,
+        "source": p.source.description,
+        "threads": p.threads,
+        "onnxruntime": onnxruntime.__version__,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
@@ -60,70 +101,66 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="intra_op_num_threads")
     ap.add_argument("--model-dir", default=None, help="model.onnx + tokenizer.json directory")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "embed.json"))
+    ap.add_argument("--one", nargs=2, metavar=("BATCH", "SORTED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    dataset = Path(args.dataset)
+
+    if args.one:  # worker: one configuration, JSON on stdout
+        bs, sort = int(args.one[0]), args.one[1] == "1"
+        print(json.dumps(run_one(dataset, args.limit, bs, sort, args.threads, args.model_dir)))
+        return 0
 
     from rich.console import Console
     from rich.table import Table
 
-    from pydna.embeddings.onnx import OnnxEmbeddingProvider
-
-    console = Console()
-    rss_before = peak_rss_mb()
-    docs = load_docs(Path(args.dataset), args.limit)
-    if not docs:
-        console.print(f"[red]no documents in {args.dataset}/corpus.jsonl[/red]")
+    console = Console(width=max(120, Console().width))
+    if not (dataset / "corpus.jsonl").is_file():
+        console.print(f"[red]no {dataset}/corpus.jsonl[/red]")
         return 1
     batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
-
-    base = OnnxEmbeddingProvider(args.model_dir, threads=args.threads)
-    t0 = time.perf_counter()
-    base.embed(docs[:64])  # creates the session (and pays first-run allocations)
-    load_s = time.perf_counter() - t0
-    tokenizer = base._tokenizer
-    n_tokens = sum(len(e.ids) for e in tokenizer.encode_batch(docs))
 
     runs = []
     for bs in batch_sizes:
         for sort in (True, False):
-            # Same session, different batching: the batching knobs are plain attributes.
-            base.batch_size, base.sort_by_length = bs, sort
-            load_before = os.getloadavg()[0]
-            t, c = time.perf_counter(), time.process_time()
-            base.embed(docs)
-            dt, cpu = time.perf_counter() - t, time.process_time() - c
-            runs.append(
-                {
-                    "batch_size": bs,
-                    "length_sorted": sort,
-                    "seconds": round(dt, 3),
-                    "docs_per_s": round(len(docs) / dt, 1),
-                    "tokens_per_s": round(n_tokens / dt, 1),
-                    "cpu_seconds": round(cpu, 3),
-                    "docs_per_cpu_s": round(len(docs) / cpu, 1),
-                    "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-                }
-            )
+            # A fresh process per configuration: its own peak RSS, no arena carried over.
+            cmd = [sys.executable, str(Path(__file__).resolve()), str(dataset),
+                   "--limit", str(args.limit), "--one", str(bs), "1" if sort else "0"]
+            if args.threads is not None:
+                cmd += ["--threads", str(args.threads)]
+            if args.model_dir is not None:
+                cmd += ["--model-dir", args.model_dir]
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO))
+            if out.returncode != 0:
+                console.print(f"[red]batch {bs} sorted={sort} failed:[/red]\n{out.stderr}")
+                return 1
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            runs.append(r)
             console.print(
-                f"batch {bs:>3} sorted={sort!s:<5} {len(docs) / dt:8.1f} docs/s "
-                f"({len(docs) / cpu:.1f} docs per CPU-second, load {os.getloadavg()[0]:.1f})"
+                f"batch {bs:>3} sorted={sort!s:<5} {r['docs_per_s']:8.1f} docs/s "
+                f"({r['docs_per_cpu_s']:.1f} docs per CPU-second, load "
+                f"{r['loadavg_1m_before_after'][1]:.1f}, peak RSS {r['peak_rss_mb']:.0f} MiB)"
             )
 
+    shared = ("tokens_after_truncation", "model_id", "source", "threads", "onnxruntime")
+    facts = {k: runs[0][k] for k in shared}
+    for r in runs:
+        for k in shared:
+            del r[k]
+    first = runs[0]
     result = {
         "provider": "OnnxEmbeddingProvider",
-        "model_id": base.model_id,
-        "source": base.source.description,
-        "dataset": str(Path(args.dataset)),
-        "docs": len(docs),
-        "tokens_after_truncation": n_tokens,
+        "model_id": facts["model_id"],
+        "source": facts["source"],
+        "dataset": str(dataset),
+        "docs": first["docs"],
+        "tokens_after_truncation": facts["tokens_after_truncation"],
         "max_tokens": 256,
-        "threads": base.threads,
+        "threads": facts["threads"],
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
         "python": platform.python_version(),
-        "onnxruntime": __import__("onnxruntime").__version__,
-        "session_load_and_warmup_s": round(load_s, 3),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "peak_rss_mb_before_model": round(rss_before, 1),
+        "onnxruntime": facts["onnxruntime"],
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "target_docs_per_s": TARGET_DOCS_PER_S,
         "runs": runs,
     }
@@ -132,16 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     result["meets_target"] = best >= TARGET_DOCS_PER_S
 
     table = Table(
-        title=f"{base.model_id}: {len(docs)} SciFact docs, {base.threads} threads, "
-        f"peak RSS {result['peak_rss_mb']} MiB"
+        title=f"{result['model_id']}: {result['docs']} SciFact docs, {result['threads']} threads"
     )
-    for col in ("batch", "length-sorted", "seconds", "docs/s", "tokens/s", "docs/CPU-s", "load"):
+    for col in ("batch", "length-sorted", "seconds", "docs/s", "tokens/s", "docs/CPU-s", "load",
+                "peak RSS MiB"):
         table.add_column(col, justify="right")
     for r in runs:
         table.add_row(
             str(r["batch_size"]), "yes" if r["length_sorted"] else "no", f"{r['seconds']:.2f}",
             f"{r['docs_per_s']:.1f}", f"{r['tokens_per_s']:.0f}", f"{r['docs_per_cpu_s']:.1f}",
-            f"{r['loadavg_1m_before_after'][1]:.1f}",
+            f"{r['loadavg_1m_before_after'][1]:.1f}", f"{r['peak_rss_mb']:.0f}",
         )
     console.print(table)
     console.print(

@@ -250,7 +250,9 @@ class OnnxEmbeddingProvider:
         packages), ``all-MiniLM-L6-v2-onnx-fp32`` (hub), or for an explicit directory
         ``onnx-sha256-<16 hex>`` of ``model.onnx`` (the int8 export is recognised by its hash).
     batch_size:
-        Texts per onnxruntime run (default 32). Larger batches pad more.
+        Texts per onnxruntime run (default 16). Larger batches were no faster on 256-token
+        abstracts (bench/embed.py) and grow onnxruntime's memory arena: peak process RSS about
+        1.1 GiB at 16, 1.6 GiB at 32, 2.9 GiB at 64 on SciFact abstracts.
     threads:
         onnxruntime ``intra_op_num_threads``; default ``$DNA_ONNX_THREADS`` or the usable CPUs.
     sort_by_length:
@@ -275,7 +277,7 @@ class OnnxEmbeddingProvider:
         model_dir: str | os.PathLike[str] | None = None,
         *,
         model_id: str | None = None,
-        batch_size: int = 32,
+        batch_size: int = 16,
         threads: int | None = None,
         sort_by_length: bool = True,
         allow_download: bool = True,
