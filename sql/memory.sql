@@ -376,38 +376,6 @@ COMMENT ON FUNCTION dna.memory_text(text, jsonb) IS
 'The indexed (and embedded) text of a memory of Kind kind: its dna_kinds.embed_fields present in '
 'spec, space-joined (Engram: area title summary body = dna.engram_text). Clients embed exactly this text.';
 
-CREATE OR REPLACE FUNCTION dna.fake_embed_float8(input text, dims integer DEFAULT 384)
-RETURNS double precision[]
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
-BEGIN
-    RETURN (
-        WITH tok AS (
-            SELECT sha256(convert_to(m[1], 'UTF8')) AS h
-            FROM regexp_matches(lower(input), '[a-z0-9]+', 'g') AS m
-        ), bucket AS (
-            SELECT ((get_byte(h, 0)::bigint << 24) | (get_byte(h, 1)::bigint << 16)
-                    | (get_byte(h, 2)::bigint << 8) | get_byte(h, 3)::bigint) % dims AS i,
-                   CASE WHEN get_byte(h, 4) % 2 = 1 THEN 1 ELSE -1 END AS sign
-            FROM tok
-        ), counts AS (
-            SELECT i, sum(sign)::float8 AS c FROM bucket GROUP BY i
-        ), norm AS (
-            SELECT sqrt(coalesce(sum(c * c), 0)) AS n FROM counts
-        )
-        SELECT array_agg(CASE WHEN norm.n > 0 THEN coalesce(counts.c, 0) / norm.n ELSE 0 END ORDER BY g)
-        FROM generate_series(0, dims - 1) AS g
-        CROSS JOIN norm
-        LEFT JOIN counts ON counts.i = g
-    );
-END
-$$;
-
-COMMENT ON FUNCTION dna.fake_embed_float8(text, integer) IS
-'dna-fake-hash-v1 (as dna.fake_embed) in full float8 precision, before the float32 rounding of the '
-'vector type: the values Python''s fake_embed_one returns. For exact conformance of '
-'cosine_similarity_fake and semantic_recall_fusion. Pure.';
-
 CREATE OR REPLACE FUNCTION dna.cosine_similarity(a double precision[], b double precision[])
 RETURNS double precision
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
