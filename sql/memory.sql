@@ -1129,6 +1129,24 @@ COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
 'The stable name of a memory given without one: rem- and 16 hex digits of SHA-256 over its Kind and '
 'text, so remembering the same text twice names the same memory. Pure.';
 
+CREATE OR REPLACE FUNCTION dna.lock_memory(scope text, kind text, name text, tenant text,
+                                           OUT api text, OUT stored jsonb)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+BEGIN
+    SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
+    SELECT i.spec INTO stored FROM dna.dna_instances AS i
+    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
+    FOR UPDATE;
+END
+$$;
+
+COMMENT ON FUNCTION dna.lock_memory(text, text, text, text) IS
+'The row of one memory for a write verb (dna.remember, dna.forget, dna.revive): api = the Kind''s '
+'api_version, stored = its spec (NULL when there is no such row), the row locked FOR UPDATE until the '
+'end of the transaction. Arguments are already validated by the caller; no error of its own.';
+
 DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.remember(
     scope text, spec jsonb, kind text DEFAULT 'Engram', name text DEFAULT NULL, tenant text DEFAULT '',
@@ -1157,11 +1175,7 @@ BEGIN
     model_id := coalesce(model_id, 'dna-fake-hash-v1');
     merged := dna.prepare_memory_spec(kind, spec, at);     -- validates (22023/22001/22007) before any write
     name := dna.check_key('name', coalesce(name, dna.memory_name(kind, merged)), 512);
-    SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
-
-    SELECT i.spec INTO stored FROM dna.dna_instances AS i
-    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
-    FOR UPDATE;
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
     IF stored IS NOT NULL THEN
         -- Remembering an existing memory again restates it: the new spec replaces the stored one,
         -- but its life history (lifecycle keys the caller did not give) is kept.
@@ -1507,11 +1521,8 @@ BEGIN
         superseded_by := dna.check_key('superseded_by', superseded_by, 512);
     END IF;
     at := coalesce(dna.check_now(now), now());
-    SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
-    SELECT i.spec INTO stored FROM dna.dna_instances AS i
-    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
-    FOR UPDATE;
-    IF NOT FOUND THEN
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
+    IF stored IS NULL THEN                               -- spec is NOT NULL: no such row
         RAISE EXCEPTION 'forget: no %/% in scope % (tenant %)', kind, name, quote_literal(scope), quote_literal(tenant)
             USING ERRCODE = 'P0002';
     END IF;
@@ -1563,11 +1574,8 @@ BEGIN
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     at := coalesce(dna.check_now(now), now());
-    SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
-    SELECT i.spec INTO stored FROM dna.dna_instances AS i
-    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
-    FOR UPDATE;
-    IF NOT FOUND THEN
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
+    IF stored IS NULL THEN                               -- spec is NOT NULL: no such row
         RAISE EXCEPTION 'revive: no %/% in scope % (tenant %)', kind, name, quote_literal(scope), quote_literal(tenant)
             USING ERRCODE = 'P0002';
     END IF;
