@@ -735,6 +735,27 @@ $$;
 COMMENT ON FUNCTION dna.check_memory_kind(text) IS
 'Returns kind when it is a memory Kind (trait memory.recallable). Errors: 22023 otherwise (the message lists them).';
 
+CREATE OR REPLACE FUNCTION dna.check_memory_kinds(kinds text[])
+RETURNS text[]
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    kd text;
+BEGIN
+    IF kinds IS NULL THEN
+        RETURN dna.recallable_kinds();
+    END IF;
+    FOREACH kd IN ARRAY kinds LOOP
+        PERFORM dna.check_memory_kind(kd);
+    END LOOP;
+    RETURN kinds;
+END
+$$;
+
+COMMENT ON FUNCTION dna.check_memory_kinds(text[]) IS
+'The kinds argument of a reading verb (dna.recall, dna.list_memories): NULL → dna.recallable_kinds(); '
+'otherwise kinds unchanged once each is checked by dna.check_memory_kind. Errors: 22023 (not a memory Kind).';
+
 CREATE OR REPLACE FUNCTION dna.validate_claims(claims jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -1314,7 +1335,6 @@ DECLARE
     h jsonb;
     done jsonb := '[]'::jsonb;
     failed jsonb := '[]'::jsonb;
-    kd text;
     tbl regclass;
     result jsonb;
 BEGIN
@@ -1323,13 +1343,7 @@ BEGIN
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
     END IF;
-    IF kinds IS NULL THEN
-        kinds := dna.recallable_kinds();
-    ELSE
-        FOREACH kd IN ARRAY kinds LOOP
-            PERFORM dna.check_memory_kind(kd);
-        END LOOP;
-    END IF;
+    kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
     IF as_of IS NOT NULL THEN
@@ -1616,7 +1630,6 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     world timestamptz;
-    kd text;
     items jsonb;
     total bigint;
 BEGIN
@@ -1625,13 +1638,7 @@ BEGIN
     IF max_rows IS NULL OR max_rows < 0 OR max_rows > 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';
     END IF;
-    IF kinds IS NULL THEN
-        kinds := dna.recallable_kinds();
-    ELSE
-        FOREACH kd IN ARRAY kinds LOOP
-            PERFORM dna.check_memory_kind(kd);
-        END LOOP;
-    END IF;
+    kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     world := coalesce(dna.check_now(now), now());
     WITH m AS (
         SELECT i.*, (i.valid_at @> world AND dna.currently_valid(i.spec ->> 'valid_to', world)) AS valid
