@@ -13,10 +13,8 @@ readable report or, with ``--json``, the verb's jsonb unchanged.
 """
 from __future__ import annotations
 
-import json
-import sys
 from datetime import datetime, timezone
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
@@ -58,9 +56,16 @@ def _client(ctx: typer.Context, embedder: str = "auto"):
     return client
 
 
-def _echo_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
-    sys.stdout.flush()
+def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any], dict]) -> dict | None:
+    """Call one memory verb, ``verb(client.memory)``, on a client opened with ``embedder``. With
+    ``--json`` the verb's jsonb is printed as is and None is returned; otherwise the result, for the
+    command's readable report."""
+    with _client(ctx, embedder) as client:
+        result = verb(client.memory)
+    if as_json:
+        _cli()._echo_json(result)
+        return None
+    return result
 
 
 def _console():
@@ -147,12 +152,10 @@ def remember_cmd(
 ) -> None:
     """Remember something (dna.remember): validated, stamped with its encoding context, indexed."""
     claims = [parse_claim(c) for c in claim] if claim else None
-    with _client(ctx, embedder) as client:
-        result = client.memory.remember(
-            scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=_parse_time(now, "--now"), area=area,
-            affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body)
-    if as_json:
-        _echo_json(result)
+    result = _run(ctx, embedder, as_json, lambda memory: memory.remember(
+        scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=_parse_time(now, "--now"), area=area,
+        affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body))
+    if result is None:
         return
     spec = result["spec"]
     out = _console()
@@ -182,12 +185,10 @@ def recall_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
-    with _client(ctx, embedder) as client:
-        result = client.memory.recall(scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal,
-                                      reconsolidate=not no_reconsolidate, actor=actor,
-                                      now=_parse_time(now, "--now"), as_of=_parse_time(as_of, "--as-of"))
-    if as_json:
-        _echo_json(result)
+    result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
+        scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
+        actor=actor, now=_parse_time(now, "--now"), as_of=_parse_time(as_of, "--as-of")))
+    if result is None:
         return
     out = _console()
     flags = ["semantic" if result.get("semantic") else "lexical only (degraded)" if result.get("degraded") else "lexical"]
@@ -218,11 +219,9 @@ def forget_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Forget a memory (dna.forget): closes its world-time window; never deletes; idempotent."""
-    with _client(ctx, "none") as client:
-        result = client.memory.forget(scope, name, superseded_by=superseded_by, kind=kind, tenant=tenant,
-                                      personal=personal)
-    if as_json:
-        _echo_json(result)
+    result = _run(ctx, "none", as_json, lambda memory: memory.forget(
+        scope, name, superseded_by=superseded_by, kind=kind, tenant=tenant, personal=personal))
+    if result is None:
         return
     state = "already forgotten" if result["already_forgotten"] else "forgotten"
     sup = f", superseded by {result['superseded_by']}" if result.get("superseded_by") else ""
@@ -241,11 +240,9 @@ def revive_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Revive a forgotten memory (dna.revive): reopens its window, records the closed one."""
-    with _client(ctx, "none") as client:
-        result = client.memory.revive(scope, name, revived_by=revived_by, kind=kind, tenant=tenant,
-                                      personal=personal)
-    if as_json:
-        _echo_json(result)
+    result = _run(ctx, "none", as_json, lambda memory: memory.revive(
+        scope, name, revived_by=revived_by, kind=kind, tenant=tenant, personal=personal))
+    if result is None:
         return
     if result["already_in_force"]:
         _console().print(f"{kind}/{name} is already in force (nothing written)", markup=False)
@@ -266,11 +263,9 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List memories (dna.list_memories), newest first."""
-    with _client(ctx, "none") as client:
-        result = client.memory.list(scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit,
-                                    personal=personal)
-    if as_json:
-        _echo_json(result)
+    result = _run(ctx, "none", as_json, lambda memory: memory.list(
+        scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit, personal=personal))
+    if result is None:
         return
     out = _console()
     out.print(f"{result['total']} memories in {scope}{' (forgotten included)' if all_ else ''}")
@@ -297,14 +292,11 @@ def consolidate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Consolidate (dna.consolidate): the decay pass; --dry-run previews merges and contradictions."""
-    with _client(ctx, "none") as client:
-        report = client.memory.consolidate(scope, kind=kind, tenant=tenant, personal=personal, stale_retention_floor=floor,
-                                           apply=apply, dry_run=dry_run, merge_overlap_floor=merge_floor,
-                                           now=_parse_time(now, "--now"))
-    if as_json:
-        _echo_json(report)
-        return
-    print_consolidation(report)
+    report = _run(ctx, "none", as_json, lambda memory: memory.consolidate(
+        scope, kind=kind, tenant=tenant, personal=personal, stale_retention_floor=floor, apply=apply, dry_run=dry_run,
+        merge_overlap_floor=merge_floor, now=_parse_time(now, "--now")))
+    if report is not None:
+        print_consolidation(report)
 
 
 def print_consolidation(report: dict) -> None:
