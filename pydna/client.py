@@ -21,6 +21,12 @@ class NotMigratedError(RuntimeError):
     """The database lacks the pydna schema, or is behind this package's head revision."""
 
 
+def kinds_arg(kinds: str | Sequence[str] | None) -> list[str] | None:
+    """A ``kind``/``kinds`` argument as the SQL functions take it: one Kind or several → a list;
+    None or empty → None (no Kind filter)."""
+    return [kinds] if isinstance(kinds, str) else (list(kinds) if kinds else None)
+
+
 @dataclass(frozen=True)
 class Record:
     """A document to index: ``kind``/``name`` identify it in a scope; ``title`` + ``body`` are its text."""
@@ -222,7 +228,7 @@ class Client:
                 embedding = Vector([float(x) for x in self.embedder.embed([query])[0]])
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
-        kinds = [kind] if isinstance(kind, str) else (list(kind) if kind else None)
+        kinds = kinds_arg(kind)
         notices: list[str] = []
         handler = lambda diag: notices.append(diag.message_primary)  # noqa: E731
         self.conn.add_notice_handler(handler)

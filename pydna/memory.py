@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
+from pydna.client import kinds_arg
+
 if TYPE_CHECKING:  # pragma: no cover
     from pydna.client import Client
 
@@ -92,12 +94,10 @@ class Memory:
         """Recall through ``dna.recall`` with this client's query embedding (none, or a failing
         embedder → lexical only, ``degraded`` true and ``embedding_error`` set)."""
         embedding, error = self._embed(query)
-        if isinstance(kinds, str):
-            kinds = [kinds]
         result = self._one(
             "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
             "actor => %s, now => %s, as_of => %s, personal => %s)",
-            (scope, query, embedding, self._model(), list(kinds) if kinds else None, k, tenant, reconsolidate,
+            (scope, query, embedding, self._model(), kinds_arg(kinds), k, tenant, reconsolidate,
              actor, now, as_of, personal))
         if error:
             result["embedding_error"] = error
@@ -119,10 +119,8 @@ class Memory:
              include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
              personal: bool = False) -> dict:
         """The memories of a scope (``dna.list_memories``), newest first."""
-        if isinstance(kinds, str):
-            kinds = [kinds]
         return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s)",
-                         (scope, list(kinds) if kinds else None, tenant, include_invalid, now, limit, personal))
+                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal))
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
                     stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,
