@@ -235,18 +235,10 @@ class EmbedderChoice:
 def choose_embedder(name: str | EmbedderName = "auto") -> EmbedderChoice:
     """Build the embedding provider ``name`` (auto|onnx|fake) and say which one it is."""
     name = name.value if isinstance(name, EmbedderName) else str(name)
-    try:
-        from pydna.embeddings import select as _select
-    except ImportError:  # selection module not available: only the fake is known here
-        if name == "onnx":
-            from pydna.embeddings import OnnxEmbeddingProvider
+    from pydna.embeddings import select as _select
 
-            provider = OnnxEmbeddingProvider()
-            return EmbedderChoice(provider, f"onnx {provider.model_id}")
-        from pydna.embeddings.fake import FakeEmbeddingProvider
-
-        provider = FakeEmbeddingProvider()
-        return EmbedderChoice(provider, f"fake {provider.model_id} (dna-fake-hash-v1 feature hashing, no model)")
+    if name not in ("auto", "onnx", "fake"):
+        raise CliError(f"unknown embedder {name!r}: use auto, onnx or fake")
     provider = _select.get_provider(name)
     last = getattr(_select, "last_choice", lambda: None)()
     if last is not None and last.provider is provider:
@@ -694,9 +686,9 @@ def index(
         sources.append(f"{stats['jsonl_records']} JSONL record{'s' if stats['jsonl_records'] != 1 else ''}")
     out.print(f"indexed {len(records)} documents ({', '.join(sources)}) into scope "
               f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
-    out.print(f"  inserted {report.inserted} · updated {report.updated} · embedded {report.embedded} · "
-              f"unchanged {report.unchanged}", soft_wrap=True)
-    out.print(f"  texts embedded: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
+    out.print(f"  inserted {report.inserted} · updated {report.updated} · "
+              f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
+    out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
               soft_wrap=True)
 
 
@@ -724,7 +716,7 @@ def recall(
         "--name-prefix", help="Only documents whose name starts with this.", show_default=False)] = None,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print {query, scope, model_id, degraded, hits} as JSON only.")] = False,
+        "--json", help="Print {query, scope, model_id, degraded, notices, hits} as JSON only.")] = False,
 ) -> None:
     """Hybrid search in one scope (dense + lexical, fused by RRF).
 
@@ -746,7 +738,7 @@ def recall(
     if as_json:
         hits = [{"rank": i, **asdict(h)} for i, h in enumerate(result.hits, start=1)]
         _echo_json({"query": query, "scope": scope, "model_id": result.model_id,
-                    "degraded": result.degraded, "hits": hits})
+                    "degraded": result.degraded, "notices": result.notices, "hits": hits})
         return
     out = stdout()
     out.print(f"model_id: {escape(result.model_id)} · {len(result.hits)} hit{'s' if len(result.hits) != 1 else ''}"
@@ -815,4 +807,8 @@ def main() -> None:  # pragma: no cover - `python -m pydna.cli`
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run the canonical module, not this __main__ copy: pydna.cli_memory imports pydna.cli, and
+    # both must share one CliError class.
+    from pydna.cli import main as _main
+
+    _main()

@@ -161,7 +161,7 @@ def test_index_then_recall(runner, dna_dsn, corpus):
     result = ok(invoke(runner, "--dsn", dna_dsn, "recall", "reciprocal rank fusion lanes", "--scope", "docs",
                        *FAKE, "--json"))
     answer = json.loads(result.stdout)
-    assert set(answer) == {"query", "scope", "model_id", "degraded", "hits"}
+    assert set(answer) == {"query", "scope", "model_id", "degraded", "notices", "hits"}
     assert answer["query"] == "reciprocal rank fusion lanes"
     assert answer["scope"] == "docs"
     assert answer["model_id"] == "dna-fake-hash-v1"
@@ -201,7 +201,7 @@ def test_reindex_is_unchanged_and_embeds_nothing(runner, dna_dsn, corpus):
     (docs / "notes.txt").write_text("Bitemporal memories: valid time versus transaction time.\n", encoding="utf-8")
     result = ok(invoke(runner, "--dsn", dna_dsn, "index", docs, "--scope", "docs", *FAKE))
     assert "updated 1" in result.stdout and "unchanged 2" in result.stdout
-    assert "texts embedded: 1" in result.stdout
+    assert "texts sent to the model: 1" in result.stdout
 
 
 def test_recall_degraded_says_so(runner, dna_dsn, corpus, monkeypatch):
