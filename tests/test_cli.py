@@ -359,3 +359,12 @@ def test_memory_app_is_mounted_when_present(mode, code, expect):
                           cwd=repo, timeout=120)
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert expect in proc.stdout
+
+
+@pytest.mark.parametrize("command", [["memory", "remember", "x", "--scope", "t"], ["memory", "recall", "x"],
+                                     ["recall", "x", "--scope", "t"]])
+def test_unknown_embedder_is_one_line_error(runner, dna_dsn, command):
+    result = invoke(runner, "--dsn", dna_dsn, *command, "--embedder", "openai")
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert "openai" in result.output
