@@ -5,6 +5,7 @@ A source checkout keeps them in ``sql/`` beside ``migrations/``; the wheel ships
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sqlalchemy import text
@@ -27,3 +28,26 @@ def read_sql(name: str) -> TextClause:
     body = (sql_dir() / name).read_text(encoding="utf-8")
     wrapped = f"SET LOCAL check_function_bodies = off;\n{body}\nSET LOCAL check_function_bodies = on;\n"
     return text(wrapped.replace(":", "\\:"))
+
+
+def drop_plane_functions(names: tuple[str, ...] | list[str]) -> TextClause:
+    """SQL that drops every overload of every ``dna.<function>`` defined by the plane files
+    ``names`` (for a revision's downgrade: it removes exactly the functions that revision ran)."""
+    functions: set[str] = set()
+    for name in names:
+        functions.update(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(",
+                                    (sql_dir() / name).read_text(encoding="utf-8")))
+    listed = ", ".join(f"'{f}'" for f in sorted(functions))
+    return text(f"""
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid\\:\\:regprocedure FROM pg_proc AS p
+             WHERE p.pronamespace = 'dna'\\:\\:regnamespace AND p.proname IN ({listed})
+             ORDER BY p.oid LOOP
+        EXECUTE format('DROP FUNCTION %s', f);
+    END LOOP;
+END
+$$;
+""")

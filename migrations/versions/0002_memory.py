@@ -19,14 +19,13 @@ pass, merge candidates, contradictions between claims), then creates the trigger
 
 Downgrade removes exactly these triggers and the functions that the two plane files define.
 """
-import re
 import sys
 from pathlib import Path
 
 from alembic import op
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
-from sql_files import read_sql, sql_dir  # noqa: E402
+from sql_files import drop_plane_functions, read_sql  # noqa: E402
 
 revision = "0002_memory"
 down_revision = "0001_foundation"
@@ -78,15 +77,6 @@ $$;
 """
 
 
-def _plane_functions() -> list[str]:
-    """Names of the functions the plane files define (every overload of each is dropped)."""
-    names: set[str] = set()
-    for name in PLANE_FILES:
-        text = (sql_dir() / name).read_text(encoding="utf-8")
-        names.update(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", text))
-    return sorted(names)
-
-
 def upgrade() -> None:
     for name in PLANE_FILES:
         op.execute(read_sql(name))
@@ -101,17 +91,4 @@ DROP TRIGGER IF EXISTS dna_instances_refuse_delete ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_after_write ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_before_write ON dna.dna_instances;
 """)
-    names = ", ".join(f"'{n}'" for n in _plane_functions())
-    op.execute(f"""
-DO $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc AS p
-             WHERE p.pronamespace = 'dna'::regnamespace AND p.proname IN ({names})
-             ORDER BY p.oid LOOP
-        EXECUTE format('DROP FUNCTION %s', f);
-    END LOOP;
-END
-$$;
-""")
+    op.execute(drop_plane_functions(PLANE_FILES))

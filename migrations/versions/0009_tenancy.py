@@ -21,7 +21,6 @@ dna_search_docs_<N>).
 Downgrade removes the policies, turns row-level security off again on those tables, and drops the
 functions of ``sql/tenancy.sql`` and the two maps.
 """
-import re
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from alembic import op
 from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
-from sql_files import read_sql, sql_dir  # noqa: E402
+from sql_files import drop_plane_functions, read_sql  # noqa: E402
 
 revision = "0009_tenancy"
 down_revision = "0002_memory"
@@ -100,14 +99,6 @@ $$;
 """
 
 
-def _plane_functions() -> list[str]:
-    names: set[str] = set()
-    for name in PLANE_FILES:
-        body = (sql_dir() / name).read_text(encoding="utf-8")
-        names.update(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", body))
-    return sorted(names)
-
-
 def _text(sql: str):
     return text(sql.replace(":", "\\:"))  # no bind parameters: 'personal:<oid>', x::text
 
@@ -121,18 +112,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(UNPROTECT)
-    names = ", ".join(f"'{n}'" for n in _plane_functions())
-    op.execute(f"""
-DO $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc AS p
-             WHERE p.pronamespace = 'dna'::regnamespace AND p.proname IN ({names})
-             ORDER BY p.oid LOOP
-        EXECUTE format('DROP FUNCTION %s', f);
-    END LOOP;
-END
-$$;
-""")
+    op.execute(drop_plane_functions(PLANE_FILES))
     op.execute("DROP TABLE dna.dna_workspace_members; DROP TABLE dna.dna_identities;")
