@@ -110,3 +110,20 @@ def client(dna_dsn):
     c = pydna.connect(dna_dsn, embedder=pydna.FakeEmbeddingProvider())
     yield c
     c.close()
+
+
+@pytest.fixture
+def dna(monkeypatch, tmp_path, dna_dsn):
+    """``dna("remember", ...)`` runs ``dna --dsn <test db> memory ...`` in-process and checks its exit code."""
+    from typer.testing import CliRunner
+
+    from pydna.cli import app
+
+    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
+    runner = CliRunner()
+
+    def run(*args, code=0):
+        result = runner.invoke(app, ["--dsn", dna_dsn, "memory", *[str(a) for a in args]])
+        assert result.exit_code == code, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}\n{result.exception!r}"
+        return result
+    return run

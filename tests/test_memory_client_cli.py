@@ -6,7 +6,6 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
-from typer.testing import CliRunner
 
 import pydna
 
@@ -72,20 +71,6 @@ def test_client_errors_are_the_databases(client):
 
 
 # -- CLI --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def dna(monkeypatch, tmp_path, dna_dsn):
-    from pydna.cli import app
-
-    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
-    runner = CliRunner()
-
-    def run(*args, code=0):
-        result = runner.invoke(app, ["--dsn", dna_dsn, "memory", *[str(a) for a in args]])
-        assert result.exit_code == code, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}\n{result.exception!r}"
-        return result
-    return run
 
 
 def test_cli_remember_recall_forget_revive_list(dna):

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
-from typer.testing import CliRunner
 
 S = "cons"
 NOW = datetime(2026, 7, 9, 15, 0, tzinfo=timezone.utc)
@@ -287,20 +286,6 @@ def test_client_scribes(client):
     assert report["contradictions"] == []
     [u] = report["undecided"]
     assert u["names"] == ["p1", "p2"] and u["scribe_error"] == "RuntimeError: model down"
-
-
-@pytest.fixture
-def dna(monkeypatch, tmp_path, dna_dsn):
-    from pydna.cli import app
-
-    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
-    runner = CliRunner()
-
-    def run(*args, code=0):
-        result = runner.invoke(app, ["--dsn", dna_dsn, "memory", *[str(a) for a in args]])
-        assert result.exit_code == code, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}\n{result.exception!r}"
-        return result
-    return run
 
 
 def test_cli_consolidate(dna, dna_dsn):
