@@ -749,7 +749,7 @@ def recall(
     table = Table(show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("kind")
-    table.add_column("name", overflow="fold")
+    table.add_column("name", no_wrap=True)
     if show_tenant:
         table.add_column("tenant")
     table.add_column("score", justify="right")
