@@ -534,11 +534,15 @@ def _read_text(path: Path) -> str:
         raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def _file_record(path: Path, name: str, kind: str, tenant: str) -> "Record":
+def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool = False) -> "Record | None":
+    """The record of one text file; an empty file is an error when named, None (skipped) when
+    found by walking a directory (``skip_empty``)."""
     from pydna.client import Record
 
     text = _read_text(path)
     if not text.strip():
+        if skip_empty:
+            return None
         raise CliError(f"{path}: empty document (no text to index)")
     title = snippet = None
     if path.suffix.lower() in MARKDOWN_SUFFIXES:
@@ -596,7 +600,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str) -> tuple[list["Re
     path, an unreadable or invalid JSONL line (with its line number), an empty document, a document
     above the server's size limit, or two inputs with the same (kind, name, tenant)."""
     records: list[tuple[Record, str]] = []
-    stats = {"files": 0, "jsonl_files": 0, "jsonl_records": 0}
+    stats = {"files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": []}
     for path in paths:
         if not path.exists():
             raise CliError(f"{path}: no such file or directory")
@@ -604,9 +608,17 @@ def collect_records(paths: list[Path], kind: str, tenant: str) -> tuple[list["Re
             files = _walk(path)
             if not files:
                 raise CliError(f"{path}: no {', '.join('*' + s for s in TEXT_SUFFIXES)} files in this directory")
+            found = 0
             for f in files:
-                records.append((_file_record(f, f.relative_to(path).as_posix(), kind, tenant), str(f)))
-                stats["files"] += 1
+                record = _file_record(f, f.relative_to(path).as_posix(), kind, tenant, skip_empty=True)
+                if record is None:
+                    stats["skipped_empty"].append(str(f))
+                    continue
+                records.append((record, str(f)))
+                found += 1
+            if not found:
+                raise CliError(f"{path}: every file in this directory is empty (nothing to index)")
+            stats["files"] += found
         elif path.suffix.lower() in JSONL_SUFFIXES:
             before = len(records)
             records.extend(_jsonl_records(path, kind, tenant))
@@ -673,8 +685,10 @@ def index(
         "records": len(records), "files": stats["files"], "jsonl_records": stats["jsonl_records"],
         "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
         "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,
-        "tables": sorted(report.tables),
+        "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"],
     }
+    for skipped in stats["skipped_empty"]:
+        stderr().print(Text(f"skipped {skipped}: empty file", style="yellow"), soft_wrap=True)
     if as_json:
         _echo_json(summary)
         return

@@ -251,12 +251,33 @@ def test_unknown_path_is_an_error(runner, dna_dsn, tmp_path):
     assert "nope" in result.stderr
 
 
-def test_empty_document_is_an_error(runner, dna_dsn, corpus):
+def test_empty_document_named_is_an_error(runner, dna_dsn, corpus):
     docs, _ = corpus
     (docs / "empty.md").write_text("  \n\n", encoding="utf-8")
-    result = invoke(runner, "--dsn", dna_dsn, "index", docs, "--scope", "docs", *FAKE)
+    result = invoke(runner, "--dsn", dna_dsn, "index", docs / "empty.md", "--scope", "docs", *FAKE)
     assert result.exit_code != 0
     assert "empty.md" in result.stderr and "empty document" in result.stderr
+    assert _count(dna_dsn) == 0
+
+
+def test_empty_file_found_in_a_directory_is_skipped_with_a_warning(runner, dna_dsn, corpus):
+    docs, _ = corpus
+    files = 3  # fusion.md, guide/install.md, notes.txt (the walk ignores .rst and hidden folders)
+    (docs / "empty.md").write_text("  \n\n", encoding="utf-8")
+    result = invoke(runner, "--dsn", dna_dsn, "index", docs, "--scope", "docs", *FAKE, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["skipped_empty"] == [str(docs / "empty.md")] and summary["files"] == files
+    assert "skipped" in result.stderr and "empty.md" in result.stderr
+    assert _count(dna_dsn) == files
+
+
+def test_directory_of_only_empty_files_is_an_error(runner, dna_dsn, tmp_path):
+    folder = tmp_path / "blank"
+    folder.mkdir()
+    (folder / "a.md").write_text("\n", encoding="utf-8")
+    result = invoke(runner, "--dsn", dna_dsn, "index", folder, "--scope", "docs", *FAKE)
+    assert result.exit_code != 0 and "every file in this directory is empty" in result.stderr
     assert _count(dna_dsn) == 0
 
 
