@@ -173,6 +173,9 @@ class Client:
         statement: a bad record fails its batch with the database's error and writes nothing of it."""
         report = IndexReport()
         model = model_id or self.model_id
+        if self.embedder is not None and model == self.embedder.model_id:
+            # Once per call: stale_documents needs the model known even before its first vector.
+            self.conn.execute("SELECT dna.register_model(%s, %s)", (model, self.embedder.dims))
         batch: list[Record] = []
         for item in records:
             batch.append(Record.coerce(item, kind=kind, tenant=tenant))
@@ -195,7 +198,6 @@ class Client:
         }
         embeddings: list[Vector | None] = [None] * len(batch)
         if self.embedder is not None and model_id == self.embedder.model_id:
-            self._ensure_model(model_id, self.embedder.dims)
             stale = [row[0] for row in self.conn.execute(
                 "SELECT dna.stale_documents(%s, %s, %s, %s, %s, %s, %s)",
                 (scope, model_id, cols["kinds"], cols["names"], cols["titles"], cols["bodies"], cols["tenants"]))]
@@ -211,9 +213,6 @@ class Client:
         for (result,) in rows:
             setattr(report, result["action"], getattr(report, result["action"]) + 1)
             report.tables.add(result["table"])
-
-    def _ensure_model(self, model_id: str, dims: int) -> None:
-        self.conn.execute("SELECT dna.register_model(%s, %s)", (model_id, dims))
 
     def search(self, scope: str, query: str, *, kind: str | Sequence[str] | None = None, k: int = 10,
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
