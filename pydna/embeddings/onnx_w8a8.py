@@ -55,6 +55,9 @@ FFN = 1536
 LN_EPS = 1e-12
 #: ONNX opset of the built graph (21: QuantizeLinear with a per-row block scale).
 OPSET = 21
+#: IR version written (10, the first with opset 21): readable by onnxruntime >= 1.20, whatever
+#: newer IR the installed ``onnx`` package would default to.
+IR_VERSION = 10
 
 _LINEARS = (
     "attention.self.query", "attention.self.key", "attention.self.value",
@@ -259,4 +262,5 @@ def build_w8a8_model(model_path: str | os.PathLike[str], *, signed_weights: bool
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
                                                     helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = IR_VERSION
     return model.SerializeToString()
