@@ -223,7 +223,9 @@ class EmbedderName(str, Enum):
 
 EmbedderOpt = Annotated[EmbedderName, typer.Option(
     "--embedder", case_sensitive=False,
-    help="auto: the ONNX all-MiniLM-L6-v2 model when installed, else the deterministic fake.")]
+    help="auto: the ONNX all-MiniLM-L6-v2 model when installed, else the deterministic fake. "
+         "ONNX multiplies integers (model_id …-onnx-int8-w8a8); DNA_ONNX_COMPUTE=float32 runs it in "
+         "float32 (…-onnx-int8), another model_id: search a scope with the one that indexed it.")]
 
 
 @dataclass
@@ -239,7 +241,10 @@ def choose_embedder(name: str | EmbedderName = "auto") -> EmbedderChoice:
 
     if name not in ("auto", "onnx", "fake"):
         raise CliError(f"unknown embedder {name!r}: use auto, onnx or fake")
-    provider = _select.get_provider(name)
+    try:
+        provider = _select.get_provider(name)
+    except ValueError as exc:  # a bad DNA_ONNX_COMPUTE / DNA_ONNX_THREADS: configuration, one line
+        raise CliError(str(exc)) from exc
     last = getattr(_select, "last_choice", lambda: None)()
     if last is not None and last.provider is provider:
         return EmbedderChoice(provider, last.describe())
@@ -452,7 +457,8 @@ def _print_status(info: dict[str, Any]) -> None:
         return
     table = Table(title="search tables", title_justify="left")
     table.add_column("table")
-    table.add_column("model_id")
+    longest = max((len(m["model_id"]) for t in info["search_tables"] for m in t["models"]), default=8)
+    table.add_column("model_id", no_wrap=True, min_width=longest)  # never cut: ids differ at the end
     table.add_column("rows", justify="right")
     table.add_column("with vector", justify="right")
     for t in info["search_tables"]:

@@ -31,7 +31,10 @@ PersonalOpt = Annotated[bool, typer.Option(
                        "role; fails when the role has no identity).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the SQL verb's jsonb as is.")]
 EmbedderOpt = Annotated[str, typer.Option(
-    "--embedder", help="auto (ONNX all-MiniLM-L6-v2 when installed, else the fake), onnx, fake, or none.")]
+    "--embedder", help="auto (ONNX all-MiniLM-L6-v2 when installed, else the fake), onnx, fake, or none "
+                       "(lexical only: the query is not embedded; recall reads the rows of the scope's "
+                       "model with the most documents). DNA_ONNX_COMPUTE=float32: ONNX in float32, "
+                       "another model_id.")]
 DEFAULT_SCOPE = "default"
 
 
@@ -51,8 +54,16 @@ def _error(message: str) -> Exception:
     return cli.CliError(message)
 
 
-def _client(ctx: typer.Context, embedder: str = "auto"):
-    client, _choice = _cli().open_client(ctx, embedder=None if embedder == "none" else embedder)
+def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False):
+    """A client with the named embedder (``none``: no embedder); says which one, as ``dna recall``
+    does (on stderr under ``--json``)."""
+    if embedder not in ("auto", "onnx", "fake", "none"):
+        raise _error(f"unknown embedder {embedder!r}: use auto, onnx, fake or none")
+    cli = _cli()
+    client, choice = cli.open_client(ctx, embedder=None if embedder == "none" else embedder)
+    if choice is not None:
+        note = cli.stderr() if as_json else cli.stdout()
+        note.print(f"embedder: {cli.escape(choice.description)}", soft_wrap=True)
     return client
 
 
@@ -60,7 +71,7 @@ def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any],
     """Call one memory verb, ``verb(client.memory)``, on a client opened with ``embedder``. With
     ``--json`` the verb's jsonb is printed as is and None is returned; otherwise the result, for the
     command's readable report."""
-    with _client(ctx, embedder) as client:
+    with _client(ctx, embedder, as_json) as client:
         result = verb(client.memory)
     if as_json:
         _cli()._echo_json(result)
@@ -194,9 +205,13 @@ def recall_cmd(
     flags = ["semantic" if result.get("semantic") else "lexical only (degraded)" if result.get("degraded") else "lexical"]
     if result.get("as_of"):
         flags.append(f"as of {result['as_of']}")
-    out.print(f"{len(result['hits'])} memories for {query!r} in {scope} · {' · '.join(flags)}")
+    count = len(result["hits"])
+    out.print(f"{count} memor{'y' if count == 1 else 'ies'} for {query!r} in {scope} · {' · '.join(flags)}",
+              markup=False)
     if result.get("embedding_error"):
-        out.print(f"[yellow]embedding failed: {result['embedding_error']}[/yellow]")
+        out.print(f"embedding failed: {result['embedding_error']}", style="yellow", markup=False)
+    for notice in result.get("notices") or []:
+        out.print(notice, style="yellow", markup=False)
     for i, hit in enumerate(result["hits"], 1):
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
@@ -268,7 +283,9 @@ def list_cmd(
     if result is None:
         return
     out = _console()
-    out.print(f"{result['total']} memories in {scope}{' (forgotten included)' if all_ else ''}")
+    total = result["total"]
+    out.print(f"{total} memor{'y' if total == 1 else 'ies'} in {scope}{' (forgotten included)' if all_ else ''}",
+              markup=False)
     for m in result["memories"]:
         mark = "" if m["valid"] else " [forgotten]"
         retention = f" R={m['retention']:.2f}" if "retention" in m else ""

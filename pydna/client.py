@@ -6,6 +6,7 @@ adds embeddings, batching and typed results, never ranking logic.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -25,6 +26,19 @@ def kinds_arg(kinds: str | Sequence[str] | None) -> list[str] | None:
     """A ``kind``/``kinds`` argument as the SQL functions take it: one Kind or several → a list;
     None or empty → None (no Kind filter)."""
     return [kinds] if isinstance(kinds, str) else (list(kinds) if kinds else None)
+
+
+@contextmanager
+def captured_notices(conn: psycopg.Connection):
+    """Collect the primary text of each NOTICE the server sends while the block runs (e.g.
+    dna.search's "no documents for model_id …"); yields the list it fills."""
+    notices: list[str] = []
+    handler = lambda diag: notices.append(diag.message_primary)  # noqa: E731
+    conn.add_notice_handler(handler)
+    try:
+        yield notices
+    finally:
+        conn.remove_notice_handler(handler)
 
 
 @dataclass(frozen=True)
@@ -228,18 +242,13 @@ class Client:
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
         kinds = kinds_arg(kind)
-        notices: list[str] = []
-        handler = lambda diag: notices.append(diag.message_primary)  # noqa: E731
-        self.conn.add_notice_handler(handler)
-        try:
+        with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
                 "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  list(weights) if weights else None, personal)).fetchall()
-        finally:
-            self.conn.remove_notice_handler(handler)
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
                             model_id=model, error=error, notices=notices)

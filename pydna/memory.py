@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
-from pydna.client import kinds_arg
+from pydna.client import captured_notices, kinds_arg
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydna.client import Client
@@ -91,16 +91,22 @@ class Memory:
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
                now: datetime | None = None, as_of: datetime | None = None, personal: bool = False) -> dict:
-        """Recall through ``dna.recall`` with this client's query embedding (none, or a failing
-        embedder → lexical only, ``degraded`` true and ``embedding_error`` set)."""
+        """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
+        lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
+        is lexical over the rows of the scope's model with the most documents (dna.recall's default).
+        What the server said (e.g. no documents for this model_id in the scope) is in ``notices``."""
         embedding, error = self._embed(query)
-        result = self._one(
-            "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
-            "actor => %s, now => %s, as_of => %s, personal => %s)",
-            (scope, query, embedding, self._model(), kinds_arg(kinds), k, tenant, reconsolidate,
-             actor, now, as_of, personal))
+        embedder = self.client.embedder
+        with captured_notices(self.conn) as notices:
+            result = self._one(
+                "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
+                "actor => %s, now => %s, as_of => %s, personal => %s)",
+                (scope, query, embedding, embedder.model_id if embedder is not None else None,
+                 kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal))
         if error:
             result["embedding_error"] = error
+        if notices:
+            result["notices"] = list(dict.fromkeys(notices))
         return result
 
     def forget(self, scope: str, name: str, *, superseded_by: str | None = None, kind: str = "Engram",

@@ -1350,7 +1350,13 @@ BEGIN
         reconsolidate := false;                            -- a read of the past never writes
     END IF;
     world := coalesce(now, as_of, now());                  -- world time follows as_of unless pinned
-    model_id := coalesce(model_id, 'dna-fake-hash-v1');
+    -- No model_id: the scope's model with the most documents (of the query vector's width), so a
+    -- lexical-only recall reads the rows the scope was indexed with; a scope with none: the fake.
+    model_id := coalesce(model_id,
+                         (SELECT m.model_id FROM dna.scope_models(scope) AS m
+                          WHERE query_embedding IS NULL OR m.dims = vector_dims(query_embedding)
+                          ORDER BY m.documents DESC, m.model_id LIMIT 1),
+                         'dna-fake-hash-v1');
     semantic_on := query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 AND NOT blank;
     depth := least(greatest(3 * k, 10), 1000);
     actor := coalesce(nullif(actor, ''), session_user::text);
@@ -1491,8 +1497,9 @@ $$;
 
 COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
-'max(3k, 10) candidates (dense lane when query_embedding is given, lexical lane always; model_id default '
-'dna-fake-hash-v1, tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
+'max(3k, 10) candidates (dense lane when query_embedding is given, lexical lane always; model_id default: '
+'the scope''s model_id with the most documents (dna.scope_models; of query_embedding''s width when given), '
+'else dna-fake-hash-v1; tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
 'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
 '(default as_of, else now()) — valid_at not containing now or dna.currently_valid false — are dropped; '
 'Engrams are re-scored score × max(0.05, dna.memory_retention) × dna.affect_factor(spec.affect); '

@@ -425,6 +425,18 @@ BEGIN
         RAISE EXCEPTION 'weights must hold 2 values (dense, lexical), got %', cardinality(weights)
             USING ERRCODE = '22023';
     END IF;
+    PERFORM dna.check_key('model_id', model_id, 200);
+    IF NOT EXISTS (SELECT 1 FROM dna.dna_models AS m WHERE m.model_id = model_id) THEN
+        -- Most often the caller's embedder is not the one that indexed this scope: name those.
+        RAISE EXCEPTION 'unknown model_id %: nothing was ever indexed with it; model_ids with documents in scope %: %',
+            quote_literal(model_id), quote_literal(scope),
+            (SELECT coalesce(string_agg(format('%s (%s docs)', m.model_id, m.documents), ', '
+                                        ORDER BY m.model_id), 'none')
+             FROM dna.scope_models(scope) AS m)
+            USING ERRCODE = '22023',
+                  HINT = 'Search with the model_id that indexed this scope (dna.scope_models(scope) lists them), '
+                         'or index documents with this model first.';
+    END IF;
     dims := dna.model_dims(model_id);                     -- model_id is a filter: required, must be known
     IF query_embedding IS NOT NULL AND vector_dims(query_embedding) <> dims THEN
         RAISE EXCEPTION 'query_embedding has % dimensions but model_id % is registered with %',

@@ -117,3 +117,36 @@ def test_cli_delete_is_refused_naming_forget(dna, dna_dsn):
     with psycopg.connect(dna_dsn, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.RestrictViolation, match="dna.forget"):
             conn.execute("DELETE FROM dna.dna_instances WHERE name = %s", (name,))
+
+
+def test_cli_recall_across_models_says_what_the_scope_holds(dna):
+    """Memories remembered with ONNX: `--embedder none` still finds them (lexical over the scope's
+    model), a recall with another embedder says which model_ids the scope holds, in text and JSON."""
+    onnx = dna("remember", "Deploys happen on Thursdays", "--scope", "models", "--embedder", "onnx")
+    assert "embedder: onnx all-MiniLM-L6-v2-onnx-int8-w8a8" in onnx.stdout
+    lexical = json.loads(dna("recall", "deploys", "--scope", "models", "--embedder", "none", "--json").stdout)
+    assert [h["summary"] for h in lexical["hits"]] == ["Deploys happen on Thursdays"]
+    assert lexical["degraded"] is True and lexical["model_id"] == "all-MiniLM-L6-v2-onnx-int8-w8a8"
+    text = dna("recall", "deploys", "--scope", "models", "--embedder", "fake")
+    assert "embedder: fake dna-fake-hash-v1" in text.stdout and "0 memories for 'deploys'" in text.stdout
+    assert ("no documents for model_id 'dna-fake-hash-v1' in scope 'models'; model_ids with documents there: "
+            "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 docs)") in text.stdout
+    js = dna("recall", "deploys", "--scope", "models", "--embedder", "fake", "--json")
+    assert "embedder: fake" in js.stderr and "embedder" not in js.stdout
+    assert json.loads(js.stdout)["notices"] == [
+        "no documents for model_id 'dna-fake-hash-v1' in scope 'models'; model_ids with documents there: "
+        "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 docs)"]
+    one = dna("recall", "thursdays", "--scope", "models", "--embedder", "onnx").stdout
+    assert "1 memory for 'thursdays'" in one
+    bad = dna("recall", "x", "--scope", "models", "--embedder", "bogus", code=1)
+    assert "unknown embedder 'bogus': use auto, onnx, fake or none" in bad.stderr
+
+
+def test_cli_bad_onnx_compute_is_one_line(dna, monkeypatch):
+    monkeypatch.setenv("DNA_ONNX_COMPUTE", "int4")
+    bad = dna("recall", "x", "--scope", "models", "--embedder", "onnx", code=1)
+    assert "DNA_ONNX_COMPUTE must be one of w8a8, float32, got 'int4'" in bad.stderr
+    assert "Traceback" not in bad.stderr + bad.stdout
+    monkeypatch.setenv("DNA_ONNX_COMPUTE", " FLOAT32 ")  # case and spaces do not matter
+    ok = dna("remember", "compute from the environment", "--scope", "models", "--embedder", "onnx")
+    assert "embedder: onnx all-MiniLM-L6-v2-onnx-int8 " in ok.stdout

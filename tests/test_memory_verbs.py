@@ -191,6 +191,28 @@ def test_recall_without_query_embedding_degrades_honestly(sql):
     assert zero["semantic"] is False and zero["degraded"] is True
 
 
+def test_recall_without_model_id_reads_the_scopes_model(sql):
+    """A memory indexed with another model (e.g. by the ONNX client) is found by a lexical-only
+    dna.recall that names no model_id: the default is the scope's model with the most documents."""
+    sql.execute("SELECT dna.register_model('other-384', 384)")
+    for summary in ("Deploys happen on Thursdays", "Rollbacks need two approvals"):
+        one(sql, "SELECT dna.remember('other', %s, now => %s, embedding => dna.fake_embed(%s), model_id => 'other-384')",
+            (Jsonb({"summary": summary}), NOW, summary))
+    found = one(sql, "SELECT dna.recall('other', 'when do deploys happen', now => %s, reconsolidate => false)", (NOW,))
+    assert [h["summary"] for h in found["hits"]] == ["Deploys happen on Thursdays"]
+    assert found["degraded"] is True
+    # a scope holding the fake model too: the model with more documents wins
+    one(sql, "SELECT dna.remember('other', %s, now => %s)", (Jsonb({"summary": "Deploys freeze in December"}), NOW))
+    found = one(sql, "SELECT dna.recall('other', 'deploys', now => %s, reconsolidate => false)", (NOW,))
+    assert sorted(h["summary"] for h in found["hits"]) == ["Deploys happen on Thursdays"]
+    # naming the model still reads that model's rows only
+    fake = one(sql, "SELECT dna.recall('other', 'deploys', model_id => 'dna-fake-hash-v1', now => %s, "
+                    "reconsolidate => false)", (NOW,))
+    assert [h["summary"] for h in fake["hits"]] == ["Deploys freeze in December"]
+    # a scope with no documents: the fake model, no error, no hits
+    assert one(sql, "SELECT dna.recall('nothing-here', 'deploys', now => %s)", (NOW,))["hits"] == []
+
+
 def test_recall_reranks_by_retention_and_affect(sql):
     remember(sql, "alpha beta gamma", name="plain", now=NOW)
     remember(sql, "alpha beta gamma delta", name="surprising", spec={"affect": "surprise"}, now=NOW)

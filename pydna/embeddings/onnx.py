@@ -207,8 +207,8 @@ def _sha256(path: Path) -> str:
 def _requested_compute(compute: str | None) -> str | None:
     """``compute`` argument, else ``$DNA_ONNX_COMPUTE``, else ``None`` (choose the fastest)."""
     origin = "compute"
-    if compute is None and os.environ.get(ENV_COMPUTE):
-        compute, origin = os.environ[ENV_COMPUTE].strip(), f"${ENV_COMPUTE}"
+    if compute is None and os.environ.get(ENV_COMPUTE, "").strip():
+        compute, origin = os.environ[ENV_COMPUTE].strip().lower(), f"${ENV_COMPUTE}"
     if compute is not None and compute not in COMPUTES:
         raise ValueError(f"{origin} must be one of {', '.join(COMPUTES)}, got {compute!r}")
     return compute
