@@ -1120,6 +1120,56 @@ COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
 'invalidate-only Kind (Engram) cannot be deleted (dna.delete_document, the client''s delete, raw '
 'DELETE), since that would retire the memory outside dna.forget. Errors: 23001 naming dna.forget.';
 
+CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- A memory's search documents carry its world time, so dna.search can filter validity inside
+    -- each lane (an index condition, not a probe per candidate). Other Kinds keep what they are given.
+    IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
+        NEW.valid_at := (SELECT i.valid_at FROM dna.dna_instances AS i
+                         JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+                         WHERE i.scope = NEW.scope AND i.kind = NEW.kind AND i.name = NEW.name
+                           AND i.tenant = NEW.tenant);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+COMMENT ON FUNCTION dna.search_docs_valid_at() IS
+'BEFORE INSERT OR UPDATE trigger of the width search tables: the search document of a memory Kind '
+'(trait memory.recallable) gets valid_at = the world-time validity of its record in dna.dna_instances '
+'(NULL when there is none: always in force). dna.search filters on it. Other Kinds keep the valid_at written.';
+
+CREATE OR REPLACE FUNCTION dna.instances_sync_search_valid_at()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    w integer;
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at THEN
+        RETURN NULL;                                       -- reconsolidation and restatements: nothing to copy
+    END IF;
+    IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
+        RETURN NULL;
+    END IF;
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1
+                        WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
+                          AND t.valid_at IS DISTINCT FROM $1', 'dna_search_docs_' || w)
+            USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
+'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at of a memory (forget, revive, '
+'remember with valid_from/valid_to) changes, copies it to the search documents of that record in every '
+'width table (every model_id), so dna.search leaves retired memories out at once.';
+
 CREATE OR REPLACE FUNCTION dna.set_op(label text)
 RETURNS void
 LANGUAGE sql
@@ -1366,7 +1416,10 @@ BEGIN
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
-                        tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE) AS x
+                        tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE,
+                        -- in force at world time inside the lanes; a read of the past (as_of) judges
+                        -- validity from the versions believed then, below
+                        valid_time => CASE WHEN as_of IS NULL THEN world END) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,

@@ -366,6 +366,7 @@ COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text, boolean) I
 -- ---------------------------------------------------------------------------------------------
 
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean);  -- before valid_time
 CREATE OR REPLACE FUNCTION dna.scope_models(scope text)
 RETURNS TABLE (model_id text, dims integer, documents bigint)
 LANGUAGE plpgsql STABLE
@@ -392,7 +393,8 @@ CREATE OR REPLACE FUNCTION dna.search(
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
-    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false)
+    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
+    valid_time timestamptz DEFAULT now())
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -408,6 +410,7 @@ DECLARE
     dense_sql text;
     terms text[] := '{}';
     st record;
+    retired integer := 0;
     degraded boolean := query_embedding IS NULL;
 BEGIN
     scope := dna.check_key('scope', scope, 200);
@@ -471,6 +474,19 @@ BEGIN
         RETURN;
     END IF;
 
+    -- Validity at valid_time: documents of memories out of force then (forgotten, or valid from a
+    -- later time) are left out of both lanes. The lexical lane cuts its scores before it can look at
+    -- documents, so it keeps that many more (two partial-index scans count them; usually few).
+    IF valid_time IS NOT NULL THEN
+        EXECUTE format('SELECT count(*) FROM (
+                            SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                              AND t.valid_at IS NOT NULL AND NOT upper_inf(t.valid_at) AND NOT (t.valid_at @> $3)
+                            UNION
+                            SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                              AND t.valid_at IS NOT NULL AND lower(t.valid_at) > $3) AS r', tbl)
+            INTO retired USING scope, model_id, valid_time;
+    END IF;
+
     -- Filters, applied inside each lane so that neither starves the fused list.
     -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
     -- (With the base tenant '' the overlay is just t.tenant = '': a simpler plan for the common case.)
@@ -478,6 +494,7 @@ BEGIN
         't.scope = $1 AND t.model_id = $2
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
+         AND ($21::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $21)
          AND %s',
         CASE WHEN tenant = '' THEN 't.tenant = '''''
              ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
@@ -510,7 +527,8 @@ BEGIN
     -- cut (without them the scores are cut at the depth, ties included, before the join). A kinds
     -- filter that drops no document of the scope (every kind there is in kinds, as for dna.recall
     -- over a memory-only scope) cannot change the cut either, so the scores are cut then too; the
-    -- test runs in the same statement (same snapshot) as the lane.
+    -- test runs in the same statement (same snapshot) as the lane. The cut keeps $20 = depth + the
+    -- documents out of force at valid_time, so that the validity filter cannot starve the lane.
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
@@ -524,10 +542,11 @@ BEGIN
                                           SELECT (SELECT min(x.kind) FROM %s AS x WHERE x.scope = $1 AND x.kind > ks.kind)
                                           FROM ks WHERE ks.kind IS NOT NULL)
                                       SELECT 1 FROM ks WHERE ks.kind IS NOT NULL AND (ks.kind = ANY ($5)) IS NOT TRUE)
-                                  THEN $13 END)) AS c
+                                  THEN $20 END)) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
              WHERE ($5::text[] IS NULL OR d.kind = ANY ($5))
                AND ($7::text IS NULL OR starts_with(d.name, $7))
+               AND ($21::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $21)
              ORDER BY c.score DESC, d.kind, d.name, d.tenant
              LIMIT $13
          ),
@@ -551,19 +570,23 @@ BEGIN
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth,
               st.n_docs::float8, st.avg_len, cfg.bm25_k1, cfg.bm25_b, st.shadowed,
-              CASE WHEN kinds IS NULL AND name_prefix IS NULL THEN lexical_depth END;
+              CASE WHEN kinds IS NULL AND name_prefix IS NULL THEN lexical_depth + retired END,
+              lexical_depth + retired, valid_time;
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
-'name_prefix, tenant overlay) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
+'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
 'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
 'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
 'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
 'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
 'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
 'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
-'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace.';
+'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
+'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
+'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '
+'of both lanes; documents of other Kinds are always in force; NULL turns the validity filter off.';

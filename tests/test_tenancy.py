@@ -375,6 +375,10 @@ def test_alice_forgets_and_revives_her_personal_memory_and_bob_cannot(seeded):
     f = one(alice, "SELECT dna.forget(%s, 'alice-diary', personal => true, now => %s)", (S, NOW + timedelta(days=1)))
     assert f["written"] and f["tenant"] == ALICE
     assert "alice-diary" not in names(recall(alice, "zebra diary", personal=True, now=NOW + timedelta(days=2)))
+    in_search = ("SELECT count(*) FROM dna.search(%s, 'zebra diary', model_id => 'dna-fake-hash-v1', personal => true, "
+                 "valid_time => %s) WHERE name = 'alice-diary'")
+    assert one(alice, in_search, (S, NOW + timedelta(days=2))) == 0   # her forget reached her search document
+    assert one(alice, in_search, (S, NOW)) == 1
     for conn in (bob, owner):
         state, _ = refused(conn, "SELECT dna.revive(%s, 'alice-diary', personal => true)", (S,))
         assert state == "P0002"
@@ -384,6 +388,7 @@ def test_alice_forgets_and_revives_her_personal_memory_and_bob_cannot(seeded):
     r = one(alice, "SELECT dna.revive(%s, 'alice-diary', personal => true, now => %s)", (S, NOW + timedelta(days=3)))
     assert r["revived"] and r["tenant"] == ALICE
     assert "alice-diary" in names(recall(alice, "zebra diary", personal=True, now=NOW + timedelta(days=4)))
+    assert one(alice, in_search, (S, NOW + timedelta(days=4))) == 1
     # The history is alice's alone.
     assert one(alice, "SELECT count(*) FROM dna.dna_versions WHERE name = 'alice-diary'") == 3
     for who in OTHERS:

@@ -7,7 +7,9 @@ Create Date: 2026-11-30
 Creates (schema ``dna``): ``dna_instances`` (current state, bitemporal ``valid_at``),
 ``dna_versions`` (append-only history), ``dna_kinds`` (seeded with Engram, Research, Evidence),
 ``dna_models`` (model_id → width), ``dna_search_docs_{384,768,1024,1536,3072}`` with a GIN index on
-the tsvector and HNSW cosine indexes (``halfvec`` expression index for 3072), the BM25 lexical
+the tsvector, HNSW cosine indexes (``halfvec`` expression index for 3072) and a ``valid_at`` column
+(the world time of the memory behind a document, kept by the triggers of ``0002_memory``; partial
+indexes find the documents out of force at a given time), the BM25 lexical
 index (``dna_bm25_postings``, ``dna_bm25_stats``, kept by triggers on every search table),
 per-scope search settings (``dna_search_config``), and the functions of ``sql/bm25.sql``,
 ``sql/embedding.sql``, ``sql/fusion.sql``, ``sql/search.sql``.
@@ -67,6 +69,7 @@ CREATE TABLE {table} (
     ts_config  regconfig NOT NULL DEFAULT 'english',
     tsv        tsvector GENERATED ALWAYS AS (to_tsvector(ts_config, coalesce(title, '') || ' ' || body)) STORED,
     embedding  vector({dims}),
+    valid_at   tstzrange,  -- world time of the record behind a memory document (trigger-kept); NULL: always
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT dna_search_docs_{dims}_key UNIQUE (scope, kind, name, tenant, model_id),
@@ -74,6 +77,12 @@ CREATE TABLE {table} (
 );
 CREATE INDEX dna_search_docs_{dims}_tsv_gin ON {table} USING gin (tsv);
 {hnsw}
+-- The documents dna.search leaves out at a valid time: a closed validity (forgotten) or one that
+-- starts later; both sets are small next to the scope, so these partial indexes stay small.
+CREATE INDEX dna_search_docs_{dims}_valid_to ON {table} (scope, model_id) INCLUDE (valid_at, doc_id)
+    WHERE valid_at IS NOT NULL AND NOT upper_inf(valid_at);
+CREATE INDEX dna_search_docs_{dims}_valid_from ON {table} (scope, model_id, lower(valid_at)) INCLUDE (doc_id)
+    WHERE valid_at IS NOT NULL;
 -- BM25 postings and statistics follow every change of the stored tsvector (sql/bm25.sql).
 CREATE TRIGGER dna_search_docs_{dims}_bm25_ins AFTER INSERT ON {table}
     FOR EACH ROW EXECUTE FUNCTION dna.bm25_maintain();

@@ -14,8 +14,12 @@ pass, merge candidates, contradictions between claims), then creates the trigger
   ``dna_versions`` (``created_at`` = transaction time) and prunes past the Kind's retention;
 - ``dna_instances_refuse_delete`` (BEFORE DELETE): a row of an invalidate-only Kind (Engram) is
   never deleted; the error names ``dna.forget``;
+- ``dna_instances_sync_search_valid_at`` (AFTER INSERT OR UPDATE): a memory's changed ``valid_at``
+  is copied to its search documents;
 - ``dna_search_docs_refuse_delete`` (BEFORE DELETE) on every width table present: the search
-  document of a stored Engram cannot be deleted either.
+  document of a stored Engram cannot be deleted either;
+- ``dna_search_docs_valid_at`` (BEFORE INSERT OR UPDATE) on every width table present: a memory's
+  search document takes the ``valid_at`` of its record (``dna.search`` filters validity in each lane).
 
 Downgrade removes exactly these triggers and the functions that the two plane files define.
 """
@@ -41,12 +45,16 @@ CREATE TRIGGER dna_instances_after_write AFTER INSERT OR UPDATE ON dna.dna_insta
     FOR EACH ROW EXECUTE FUNCTION dna.instances_after_write();
 CREATE TRIGGER dna_instances_refuse_delete BEFORE DELETE ON dna.dna_instances
     FOR EACH ROW EXECUTE FUNCTION dna.instances_refuse_delete();
+CREATE TRIGGER dna_instances_sync_search_valid_at AFTER INSERT OR UPDATE ON dna.dna_instances
+    FOR EACH ROW EXECUTE FUNCTION dna.instances_sync_search_valid_at();
 COMMENT ON TRIGGER dna_instances_before_write ON dna.dna_instances IS
     'Bitemporal guard (invalidate-only Kinds keep a stored valid_to unless spec.revivals quotes it) and valid_at mirror of the spec for memory Kinds.';
 COMMENT ON TRIGGER dna_instances_after_write ON dna.dna_instances IS
     'Appends the full envelope of every write to dna.dna_versions (created_at = transaction time) and prunes beyond dna_kinds.version_retention.';
 COMMENT ON TRIGGER dna_instances_refuse_delete ON dna.dna_instances IS
     'Refuses DELETE of invalidate-only Kinds (Engram): retire with dna.forget.';
+COMMENT ON TRIGGER dna_instances_sync_search_valid_at ON dna.dna_instances IS
+    'Copies a memory''s changed valid_at to its search documents (dna.search filters validity in each lane).';
 """
 
 # The width tables present at upgrade time (a later width revision adds its own trigger).
@@ -58,6 +66,8 @@ BEGIN
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('CREATE TRIGGER dna_search_docs_refuse_delete BEFORE DELETE ON dna.%I '
                        'FOR EACH ROW EXECUTE FUNCTION dna.search_docs_refuse_delete()', 'dna_search_docs_' || w);
+        EXECUTE format('CREATE TRIGGER dna_search_docs_valid_at BEFORE INSERT OR UPDATE ON dna.%I '
+                       'FOR EACH ROW EXECUTE FUNCTION dna.search_docs_valid_at()', 'dna_search_docs_' || w);
     END LOOP;
 END
 $$;
@@ -68,9 +78,10 @@ DO $$
 DECLARE
     t record;
 BEGIN
-    FOR t IN SELECT c.relname FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid
-             WHERE c.relnamespace = 'dna'::regnamespace AND g.tgname = 'dna_search_docs_refuse_delete' LOOP
-        EXECUTE format('DROP TRIGGER dna_search_docs_refuse_delete ON dna.%I', t.relname);
+    FOR t IN SELECT g.tgname, c.relname FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid
+             WHERE c.relnamespace = 'dna'::regnamespace
+               AND g.tgname IN ('dna_search_docs_refuse_delete', 'dna_search_docs_valid_at') LOOP
+        EXECUTE format('DROP TRIGGER %I ON dna.%I', t.tgname, t.relname);
     END LOOP;
 END
 $$;
@@ -87,6 +98,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute(DROP_SEARCH_TRIGGERS)
     op.execute("""
+DROP TRIGGER IF EXISTS dna_instances_sync_search_valid_at ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_refuse_delete ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_after_write ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_before_write ON dna.dna_instances;
