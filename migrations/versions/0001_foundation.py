@@ -77,12 +77,12 @@ CREATE TABLE {table} (
 );
 CREATE INDEX dna_search_docs_{dims}_tsv_gin ON {table} USING gin (tsv);
 {hnsw}
--- The documents dna.search leaves out at a valid time: a closed validity (forgotten) or one that
--- starts later; both sets are small next to the scope, so these partial indexes stay small.
+-- The documents dna.search leaves out at a valid time: a closed validity (forgotten; a partial
+-- index, small next to the scope) or one that starts later (a range scan on lower(valid_at); not
+-- partial, because the planner estimates that expression only from the statistics of a full index).
 CREATE INDEX dna_search_docs_{dims}_valid_to ON {table} (scope, model_id) INCLUDE (valid_at, doc_id)
     WHERE valid_at IS NOT NULL AND NOT upper_inf(valid_at);
-CREATE INDEX dna_search_docs_{dims}_valid_from ON {table} (scope, model_id, lower(valid_at)) INCLUDE (doc_id)
-    WHERE valid_at IS NOT NULL;
+CREATE INDEX dna_search_docs_{dims}_valid_from ON {table} (scope, model_id, lower(valid_at)) INCLUDE (doc_id);
 -- BM25 postings and statistics follow every change of the stored tsvector (sql/bm25.sql).
 CREATE TRIGGER dna_search_docs_{dims}_bm25_ins AFTER INSERT ON {table}
     FOR EACH ROW EXECUTE FUNCTION dna.bm25_maintain();
