@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -231,9 +232,13 @@ class Client:
     def search(self, scope: str, query: str, *, kind: str | Sequence[str] | None = None, k: int = 10,
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
                weights: Sequence[float] | None = None, model_id: str | None = None,
-               personal: bool = False) -> SearchResult:
+               personal: bool = False, valid_time: datetime | None = None,
+               include_retired: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
-        there is none or it fails, the answer is lexical only and ``degraded`` is True."""
+        there is none or it fails, the answer is lexical only and ``degraded`` is True.
+
+        Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
+        left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
         model = model_id or self.model_id
         embedding, error = None, None
         if self.embedder is not None and model == self.embedder.model_id and query and query.strip():
@@ -246,9 +251,10 @@ class Client:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
                 "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
-                "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s)",
+                "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
+                "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
-                 list(weights) if weights else None, personal)).fetchall()
+                 list(weights) if weights else None, personal, include_retired, valid_time)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
                             model_id=model, error=error, notices=notices)

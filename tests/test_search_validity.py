@@ -96,3 +96,12 @@ def test_recall_is_unchanged_for_the_past(sql):
     then = one(sql, "SELECT dna.recall(%s, 'pelican pier', now => %s, reconsolidate => false)",
                (S, NOW + timedelta(hours=12)))
     assert [h["name"] for h in then["hits"]] == [name]
+
+
+def test_client_search_follows_validity(client):
+    mem = client.memory
+    name = mem.remember(S, "the ibis colony moved to the lagoon", now=NOW)["name"]
+    mem.forget(S, name, now=NOW + timedelta(days=1))
+    assert [h.name for h in client.search(S, "ibis lagoon").hits] == []
+    assert [h.name for h in client.search(S, "ibis lagoon", valid_time=NOW + timedelta(hours=1)).hits] == [name]
+    assert [h.name for h in client.search(S, "ibis lagoon", include_retired=True).hits] == [name]
