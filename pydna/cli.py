@@ -776,12 +776,16 @@ def recall(
     table.add_column("similarity", justify="right")
     table.add_column("lexical", justify="right")
     table.add_column("title / snippet", ratio=1)
+    # Narrow terminals and pipes (80 columns) leave the last column ~12 characters: show the title
+    # alone there (a 160-character snippet would stand a dozen lines tall), the snippet when wider.
+    narrow = out.width < 110
     for i, h in enumerate(result.hits, start=1):
         text = Text()
         if h.title:
             text.append(h.title, style="bold")
-        if h.snippet:
-            snippet = h.snippet if len(h.snippet) <= 160 else h.snippet[:159] + "…"
+        if h.snippet and not (narrow and h.title):
+            budget = 40 if narrow else 160
+            snippet = h.snippet if len(h.snippet) <= budget else h.snippet[:budget - 1] + "…"
             if h.title:
                 text.append("\n")
             text.append(snippet, style="dim")
