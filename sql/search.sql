@@ -388,6 +388,19 @@ COMMENT ON FUNCTION dna.scope_models(text) IS
 'can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
 '(SQLSTATE 02000) when the requested model_id has no documents in the scope.';
 
+CREATE OR REPLACE FUNCTION dna.scope_models_text(scope text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(string_agg(format('%s (%s document%s)', m.model_id, m.documents,
+                                      CASE WHEN m.documents = 1 THEN '' ELSE 's' END), ', ' ORDER BY m.model_id),
+                    'none')
+    FROM dna.scope_models(scope) AS m
+$$;
+
+COMMENT ON FUNCTION dna.scope_models_text(text) IS
+'dna.scope_models(scope) as one line for messages: ''model_id (N documents), …'' by model_id, or ''none''.';
+
 CREATE OR REPLACE FUNCTION dna.search(
     scope text, query text,
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
@@ -433,9 +446,7 @@ BEGIN
         -- Most often the caller's embedder is not the one that indexed this scope: name those.
         RAISE EXCEPTION 'unknown model_id %: nothing was ever indexed with it; model_ids with documents in scope %: %',
             quote_literal(model_id), quote_literal(scope),
-            (SELECT coalesce(string_agg(format('%s (%s docs)', m.model_id, m.documents), ', '
-                                        ORDER BY m.model_id), 'none')
-             FROM dna.scope_models(scope) AS m)
+            dna.scope_models_text(scope)
             USING ERRCODE = '22023',
                   HINT = 'Search with the model_id that indexed this scope (dna.scope_models(scope) lists them), '
                          'or index documents with this model first.';
@@ -467,9 +478,7 @@ BEGIN
         -- instead of an empty answer that looks like "no match".
         RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
             quote_literal(model_id), quote_literal(scope),
-            (SELECT coalesce(string_agg(format('%s (%s docs)', m.model_id, m.documents), ', '
-                                        ORDER BY m.model_id), 'none')
-             FROM dna.scope_models(scope) AS m)
+            dna.scope_models_text(scope)
             USING ERRCODE = '02000';
         RETURN;
     END IF;

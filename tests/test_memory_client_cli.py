@@ -130,12 +130,12 @@ def test_cli_recall_across_models_says_what_the_scope_holds(dna):
     text = dna("recall", "deploys", "--scope", "models", "--embedder", "fake")
     assert "embedder: fake dna-fake-hash-v1" in text.stdout and "0 memories for 'deploys'" in text.stdout
     assert ("no documents for model_id 'dna-fake-hash-v1' in scope 'models'; model_ids with documents there: "
-            "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 docs)") in text.stdout
+            "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 document)") in text.stdout
     js = dna("recall", "deploys", "--scope", "models", "--embedder", "fake", "--json")
     assert "embedder: fake" in js.stderr and "embedder" not in js.stdout
     assert json.loads(js.stdout)["notices"] == [
         "no documents for model_id 'dna-fake-hash-v1' in scope 'models'; model_ids with documents there: "
-        "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 docs)"]
+        "all-MiniLM-L6-v2-onnx-int8-w8a8 (1 document)"]
     one = dna("recall", "thursdays", "--scope", "models", "--embedder", "onnx").stdout
     assert "1 memory for 'thursdays'" in one
     bad = dna("recall", "x", "--scope", "models", "--embedder", "bogus", code=1)

@@ -156,7 +156,7 @@ def test_model_without_documents_in_scope_says_so(sql, client):
     assert sql.execute("SELECT count(*) FROM dna.search(%s, 'memory', model_id => 'other-model')",
                        (SCOPE,)).fetchone()[0] == 0
     assert len(notices) == 1
-    assert "no documents for model_id 'other-model'" in notices[0] and "dna-fake-hash-v1 (4 docs)" in notices[0]
+    assert "no documents for model_id 'other-model'" in notices[0] and "dna-fake-hash-v1 (4 documents)" in notices[0]
     result = client.search(SCOPE, "memory", model_id="other-model")
     assert result.hits == [] and result.notices == notices
     assert client.search(SCOPE, "memory").notices == []
