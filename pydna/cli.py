@@ -456,7 +456,7 @@ def _print_status(info: dict[str, Any]) -> None:
     if not info["search_tables"]:
         return
     table = Table(title="search tables", title_justify="left")
-    table.add_column("table")
+    table.add_column("table", no_wrap=True, min_width=len("dna.dna_search_docs_3072"))
     longest = max((len(m["model_id"]) for t in info["search_tables"] for m in t["models"]), default=8)
     table.add_column("model_id", no_wrap=True, min_width=longest)  # never cut: ids differ at the end
     table.add_column("rows", justify="right")
