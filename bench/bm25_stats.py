@@ -112,12 +112,12 @@ DOCS = "dna.dna_search_docs_384"
 
 # The set-based equivalent of dna.bm25_maintain() on INSERT, for every document of one scope that
 # has no postings yet: the same rows (unnest(tsv): lexeme, coalesce(cardinality(positions), 1),
-# dna.bm25_doc_length(tsv)), inserted in primary-key order. OFFSET 0 keeps the length computed once
+# dna.bm25_doc_length(tsv), kind), inserted in primary-key order. OFFSET 0 keeps the length computed once
 # per document, not once per posting.
 POSTINGS_BULK = f"""
-INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len)
-SELECT d.scope, d.model_id, d.tenant, u.lexeme, d.doc_id, coalesce(cardinality(u.positions), 1), d.len
-FROM (SELECT t.scope, t.model_id, t.tenant, t.doc_id, t.tsv, dna.bm25_doc_length(t.tsv) AS len
+INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
+SELECT d.scope, d.model_id, d.tenant, u.lexeme, d.doc_id, coalesce(cardinality(u.positions), 1), d.len, d.kind
+FROM (SELECT t.scope, t.model_id, t.tenant, t.doc_id, t.kind, t.tsv, dna.bm25_doc_length(t.tsv) AS len
       FROM {DOCS} AS t WHERE t.scope = %(scope)s OFFSET 0) AS d
 CROSS JOIN LATERAL unnest(d.tsv) AS u
 ORDER BY d.scope, d.model_id, d.tenant, u.lexeme, d.doc_id

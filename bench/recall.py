@@ -12,8 +12,12 @@ words of a random memory, plus a stray word) are recalled and timed:
 
 Usage (from the repository root)::
 
-    python bench/recall.py [--dsn DSN] [--memories 10000] [--queries 300] [--k 5]
+    python bench/recall.py [--dsn DSN] [--memories 10000] [--queries 300] [--k 5] [--docs 0]
                            [--embedders fake,onnx] [--out bench/results/recall.json]
+
+``--docs N`` also indexes N plain documents (Kind ``Doc``, text drawn from the same vocabulary) into
+the same scope, so that recall's Kind filter has documents to leave out (a scope shared by a
+team's documents and its memories).
 
 Without ``--dsn`` / ``DNA_DATABASE_URL`` the embedded server (``pydna.server``) is used. The
 databases ``dna_bench_recall_<embedder>`` are dropped and recreated (the role needs CREATEDB).
@@ -116,7 +120,7 @@ def fresh_database(server_dsn: str, name: str) -> str:
     return dsn
 
 
-def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int) -> dict:
+def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int, docs: int = 0) -> dict:
     import psycopg
     from pgvector import Vector
     from pgvector.psycopg import register_vector
@@ -150,6 +154,15 @@ def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int) -> dict
                     (SCOPE, emb.model_id, [Jsonb(m["spec"]) for m in chunk], [m["name"] for m in chunk], vectors,
                      [int(m["name"][1:]) % 60 for m in chunk]))
         seed_s = time.perf_counter() - t0
+        for start in range(0, docs, batch):  # plain documents beside the memories (--docs)
+            chunk = synth_memories(min(batch, docs - start), seed=1000 + start)
+            texts = [f"{m['spec']['summary']} {m['spec']['body']}" for m in chunk]
+            vectors = [Vector([float(x) for x in v]) for v in emb.embed(texts)]
+            with conn.transaction():
+                conn.execute(
+                    "SELECT dna.index_document(%s, 'Doc', x.name, x.body, x.emb, %s) "
+                    "FROM unnest(%s::text[], %s::text[], %s::vector[]) AS x(name, body, emb)",
+                    (SCOPE, emb.model_id, [f"d{start + i:07d}" for i in range(len(chunk))], texts, vectors))
         conn.execute("VACUUM ANALYZE dna.dna_instances")
         conn.execute("VACUUM ANALYZE dna.dna_versions")
         conn.execute(f"VACUUM ANALYZE dna.dna_search_docs_{emb.dims}")
@@ -184,6 +197,7 @@ def run_one(server_dsn: str, embedder_name: str, n: int, q: int, k: int) -> dict
         versions = conn.execute("SELECT count(*) FROM dna.dna_versions").fetchone()[0]
     return {
         "embedder": embedder_name, "model_id": emb.model_id, "dims": emb.dims, "memories": count,
+        "docs": docs,
         "queries": q, "k": k, "seed_s": round(seed_s, 2), "seed_embed_s": round(embed_s, 2),
         "recall_read": summarize(read_ms), "recall_default": summarize(default_ms),
         "recall_lexical": summarize(lexical_ms), "embed_query": summarize(embed_ms),
@@ -200,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--docs", type=int, default=0, help="plain documents in the same scope")
     ap.add_argument("--embedders", default="fake,onnx")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "recall.json"))
     args = ap.parse_args(argv)
@@ -217,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
             skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
         print(f"[{name}] seeding {args.memories} memories and timing {args.queries} recalls…", file=sys.stderr)
-        runs.append(run_one(server_dsn, name, args.memories, args.queries, args.k))
+        runs.append(run_one(server_dsn, name, args.memories, args.queries, args.k, args.docs))
 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"dna.recall at {args.memories:,} memories (k={args.k}; target p95 <= {TARGET_P95_MS:g} ms)")
+    beside = f" + {args.docs:,} documents" if args.docs else ""
+    table = Table(title=f"dna.recall at {args.memories:,} memories{beside} (k={args.k}; target p95 <= {TARGET_P95_MS:g} ms)")
     for col in ("embedder", "what", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
         table.add_column(col, justify="right" if "ms" in col else "left")
     for r in runs:
@@ -241,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, why in skipped.items():
         console.print(f"skipped {name}: {why}")
 
-    payload = {"benchmark": "recall", "target_p95_ms": TARGET_P95_MS, "memories": args.memories,
+    payload = {"benchmark": "recall", "target_p95_ms": TARGET_P95_MS, "memories": args.memories, "docs": args.docs,
                "queries": args.queries, "k": args.k, "runs": runs, "skipped": skipped,
                "machine": {"python": platform.python_version(), "platform": platform.platform(),
                            "cpus": os.cpu_count(), "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]},

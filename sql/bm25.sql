@@ -165,9 +165,9 @@ BEGIN
     END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') THEN
         len := dna.bm25_doc_length(NEW.tsv);
-        INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len)
+        INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
         SELECT NEW.scope, NEW.model_id, NEW.tenant, u.lexeme, NEW.doc_id,
-               coalesce(cardinality(u.positions), 1), len
+               coalesce(cardinality(u.positions), 1), len, NEW.kind
         FROM unnest(NEW.tsv) AS u;
         INSERT INTO dna.dna_bm25_stats AS s (scope, model_id, tenant, n_docs, total_len)
         SELECT NEW.scope, NEW.model_id, NEW.tenant, 1, len
@@ -180,7 +180,7 @@ $$;
 
 COMMENT ON FUNCTION dna.bm25_maintain() IS
 'Row trigger (AFTER INSERT/UPDATE/DELETE) on every dna_search_docs_<width> table: keeps '
-'dna.dna_bm25_postings (one row per document and lexeme: tf, doc_len) and dna.dna_bm25_stats '
+'dna.dna_bm25_postings (one row per document and lexeme: tf, doc_len, kind) and dna.dna_bm25_stats '
 '(n_docs, total_len per scope, model_id, tenant) equal to the stored tsvectors.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_truncate()
@@ -258,10 +258,11 @@ COMMENT ON FUNCTION dna.bm25_partition_stats(text, text, text, boolean) IS
 'rows shadowed by a tenant row removed. Returns n_docs (N), total_len, avg_len (NULL when empty) and '
 'the doc_ids of the shadowed base rows. personal => true: the caller''s personal partition.';
 
+DROP FUNCTION IF EXISTS dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer);  -- before kinds
 CREATE OR REPLACE FUNCTION dna.bm25_scores(
     scope text, model_id text, tenant text, terms text[],
     n_docs double precision, avg_len double precision, k1 double precision, b double precision,
-    shadowed bigint[] DEFAULT '{}', top integer DEFAULT NULL)
+    shadowed bigint[] DEFAULT '{}', top integer DEFAULT NULL, kinds text[] DEFAULT NULL)
 RETURNS TABLE (doc_id bigint, score double precision)
 LANGUAGE plpgsql STABLE
 ROWS 100                     -- callers join the result to the documents by (scope, doc_id): index lookups
@@ -271,10 +272,11 @@ BEGIN
     -- One pass over the postings of the query terms: df per term from the same rows (exact for the
     -- partition), then the BM25 sum per document. Static SQL, so PL/pgSQL caches its plan.
     -- top: keep the best `top` documents, ties at the cut included (callers order ties by name);
-    -- NULL keeps every matching document (callers that filter on document columns).
+    -- NULL keeps every matching document (callers that filter on document columns). kinds: score
+    -- only documents of these Kinds (before the cut); df still counts every document, as N does.
     RETURN QUERY
     WITH p AS MATERIALIZED (
-        SELECT p.lexeme, p.doc_id, p.tf, p.doc_len
+        SELECT p.lexeme, p.doc_id, p.tf, p.doc_len, p.kind
         FROM dna.dna_bm25_postings AS p
         WHERE p.scope = bm25_scores.scope AND p.model_id = bm25_scores.model_id
           AND p.tenant = ANY (ARRAY['', bm25_scores.tenant])
@@ -291,6 +293,7 @@ BEGIN
                    / (p.tf + bm25_scores.k1 * (1 - bm25_scores.b + bm25_scores.b * p.doc_len / bm25_scores.avg_len)))
                    AS score
         FROM p JOIN idf ON idf.lexeme = p.lexeme
+        WHERE bm25_scores.kinds IS NULL OR p.kind = ANY (bm25_scores.kinds)
         GROUP BY p.doc_id
     )
     SELECT s.doc_id, s.score FROM s
@@ -299,10 +302,11 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer) IS
+COMMENT ON FUNCTION dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer, text[]) IS
 'BM25 scores (doc_id, score) of the documents of one partition (scope, model_id, base rows plus tenant, '
 'minus the shadowed doc_ids) holding any of terms, given N, avglen, k1 and b (see dna.bm25 and '
-'dna.bm25_partition_stats). top: the best top documents with ties at the cut, NULL = all, in score order. '
+'dna.bm25_partition_stats). kinds: only documents of these Kinds are scored (df counts all, like N); '
+'NULL = every Kind. top: the best top documents with ties at the cut, NULL = all, in score order. '
 'The building block of dna.bm25 and of dna.search''s lexical lane; no validation.';
 
 DROP FUNCTION IF EXISTS dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision);  -- before the personal parameter (0009_tenancy)
@@ -346,14 +350,14 @@ BEGIN
     -- before the join to the documents; with filters, they apply before the cut.
     RETURN QUERY EXECUTE format(
         'SELECT d.kind, d.name, d.tenant, c.score, c.doc_id
-         FROM dna.bm25_scores($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS c
+         FROM dna.bm25_scores($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS c
          JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
          WHERE ($11::text[] IS NULL OR d.kind = ANY ($11))
            AND ($12::text IS NULL OR starts_with(d.name, $12))
          ORDER BY c.score DESC, d.kind, d.name, d.tenant
          LIMIT $13', tbl)
         USING scope, model_id, tenant, terms, st.n_docs::float8, st.avg_len, k1, b, st.shadowed,
-              CASE WHEN kinds IS NULL AND name_prefix IS NULL THEN k END, kinds, name_prefix, k;
+              CASE WHEN name_prefix IS NULL THEN k END, kinds, name_prefix, k;
 END
 $$;
 

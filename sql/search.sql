@@ -503,7 +503,7 @@ BEGIN
         't.scope = $1 AND t.model_id = $2
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
-         AND ($21::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $21)
+         AND ($20::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $20)
          AND %s',
         CASE WHEN tenant = '' THEN 't.tenant = '''''
              ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
@@ -532,30 +532,20 @@ BEGIN
     END IF;
 
     -- Lexical lane: BM25 (dna.bm25_scores, as dna.bm25) over the OR of the query's lexemes; the
-    -- overlay is in the partition (shadowed base rows left out), kinds/name_prefix apply before the
-    -- cut (without them the scores are cut at the depth, ties included, before the join). A kinds
-    -- filter that drops no document of the scope (every kind there is in kinds, as for dna.recall
-    -- over a memory-only scope) cannot change the cut either, so the scores are cut then too; the
-    -- test runs in the same statement (same snapshot) as the lane. The cut keeps $20 = depth + the
-    -- documents out of force at valid_time, so that the validity filter cannot starve the lane.
+    -- overlay is in the partition (shadowed base rows left out) and the Kind filter is in the
+    -- postings, so the scores are cut at $19 (ties included) before the join to the documents:
+    -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
+    -- starve the lane. Only a name_prefix (a document column) needs every score ($19 NULL).
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
              SELECT d.kind, d.name, d.tenant, c.score AS lexical_score,
                     row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
-             FROM dna.bm25_scores($1, $2, $6, $8, $14, $15, $16, $17, $18,
-                                  coalesce($19, CASE WHEN $7::text IS NULL AND NOT EXISTS (
-                                      WITH RECURSIVE ks AS (       -- the distinct kinds of the scope (loose index scan)
-                                          SELECT (SELECT min(x.kind) FROM %s AS x WHERE x.scope = $1) AS kind
-                                          UNION ALL
-                                          SELECT (SELECT min(x.kind) FROM %s AS x WHERE x.scope = $1 AND x.kind > ks.kind)
-                                          FROM ks WHERE ks.kind IS NOT NULL)
-                                      SELECT 1 FROM ks WHERE ks.kind IS NOT NULL AND (ks.kind = ANY ($5)) IS NOT TRUE)
-                                  THEN $20 END)) AS c
+             FROM dna.bm25_scores($1, $2, $6, $8, $14, $15, $16, $17, $18, $19, $5) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
              WHERE ($5::text[] IS NULL OR d.kind = ANY ($5))
                AND ($7::text IS NULL OR starts_with(d.name, $7))
-               AND ($21::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $21)
+               AND ($20::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $20)
              ORDER BY c.score DESC, d.kind, d.name, d.tenant
              LIMIT $13
          ),
@@ -575,12 +565,11 @@ BEGIN
          FROM fused AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl, tbl, tbl)
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth,
               st.n_docs::float8, st.avg_len, cfg.bm25_k1, cfg.bm25_b, st.shadowed,
-              CASE WHEN kinds IS NULL AND name_prefix IS NULL THEN lexical_depth + retired END,
-              lexical_depth + retired, valid_time;
+              CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
 END
 $$;
 

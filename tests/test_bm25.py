@@ -145,7 +145,7 @@ def _postings_are_exact(sql):
     diff = sql.execute("""
         WITH want AS (
             SELECT d.scope, d.model_id, d.tenant, u.lexeme, d.doc_id,
-                   coalesce(cardinality(u.positions), 1) AS tf, dna.bm25_doc_length(d.tsv) AS doc_len
+                   coalesce(cardinality(u.positions), 1) AS tf, dna.bm25_doc_length(d.tsv) AS doc_len, d.kind
             FROM dna.dna_search_docs_384 AS d, unnest(d.tsv) AS u)
         SELECT count(*) FROM ((SELECT * FROM want EXCEPT ALL SELECT * FROM dna.dna_bm25_postings)
                               UNION ALL
@@ -299,3 +299,18 @@ def test_hybrid_search_uses_bm25_lane(sql, simple_scope):
     assert len(rows) == 2 and all(r[1] is not None for r in rows)
     with pytest.raises(Exception, match="weights"):
         sql.execute("SELECT dna.set_search_config('s', weights => '{1}')")
+
+
+def test_kinds_filter_scores_with_the_whole_partition_and_cuts_early(sql):
+    """The postings carry each document's Kind: a kinds filter scores only those documents, while df
+    (like N and avglen) still counts every document; a raw change of a document's Kind follows."""
+    tokens = {"n1": ["zebra", "okapi"], "n2": ["okapi"], "d1": ["zebra", "zebra", "zebra"],
+              "d2": ["zebra", "okapi", "okapi"], "d3": ["heron"]}
+    for name, toks in tokens.items():
+        index(sql, "kinds", name, " ".join(toks), kind="Note" if name.startswith("n") else "Doc")
+    want = bm25_reference(tokens, ["zebra", "okapi"], K1, B)
+    assert_scores(bm25(sql, "kinds", "zebra okapi", kinds=["Note"]), {n: want[n] for n in ("n1", "n2")})
+    assert_scores(bm25(sql, "kinds", "zebra okapi", kinds=["Note"], k=1), {"n1": want["n1"]})
+    sql.execute("UPDATE dna.dna_search_docs_384 SET kind = 'Note' WHERE scope = 'kinds' AND name = 'd2'")
+    _postings_are_exact(sql)
+    assert_scores(bm25(sql, "kinds", "zebra okapi", kinds=["Note"]), {n: want[n] for n in ("n1", "n2", "d2")})

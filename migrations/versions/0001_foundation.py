@@ -90,7 +90,7 @@ CREATE TRIGGER dna_search_docs_{dims}_bm25_del AFTER DELETE ON {table}
     FOR EACH ROW EXECUTE FUNCTION dna.bm25_maintain();
 CREATE TRIGGER dna_search_docs_{dims}_bm25_upd AFTER UPDATE ON {table}
     FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv OR OLD.scope <> NEW.scope OR OLD.model_id <> NEW.model_id
-                       OR OLD.tenant <> NEW.tenant OR OLD.doc_id <> NEW.doc_id)
+                       OR OLD.tenant <> NEW.tenant OR OLD.doc_id <> NEW.doc_id OR OLD.kind <> NEW.kind)
     EXECUTE FUNCTION dna.bm25_maintain();
 CREATE TRIGGER dna_search_docs_{dims}_bm25_truncate AFTER TRUNCATE ON {table}
     FOR EACH STATEMENT EXECUTE FUNCTION dna.bm25_truncate('{dims}');
@@ -123,9 +123,10 @@ CREATE TABLE dna.dna_bm25_postings (
     doc_id   bigint NOT NULL,
     tf       integer NOT NULL,
     doc_len  integer NOT NULL,
-    CONSTRAINT dna_bm25_postings_pkey PRIMARY KEY (scope, model_id, tenant, lexeme, doc_id) INCLUDE (tf, doc_len)
+    kind     text NOT NULL,
+    CONSTRAINT dna_bm25_postings_pkey PRIMARY KEY (scope, model_id, tenant, lexeme, doc_id) INCLUDE (tf, doc_len, kind)
 );
-COMMENT ON TABLE dna.dna_bm25_postings IS 'BM25 postings: one row per search document and lexeme of its tsvector (tf = positions, doc_len = the document''s token count). Maintained by dna.bm25_maintain(); read by dna.bm25.';
+COMMENT ON TABLE dna.dna_bm25_postings IS 'BM25 postings: one row per search document and lexeme of its tsvector (tf = positions, doc_len = the document''s token count, kind = the document''s Kind, so a Kind filter applies before the lexical lane''s cut). Maintained by dna.bm25_maintain(); read by dna.bm25.';
 
 CREATE TABLE dna.dna_bm25_stats (
     scope     text NOT NULL,
