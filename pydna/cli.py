@@ -734,20 +734,29 @@ def recall(
                            "connected role).")] = False,
     name_prefix: Annotated[Optional[str], typer.Option(
         "--name-prefix", help="Only documents whose name starts with this.", show_default=False)] = None,
+    valid_time: Annotated[Optional[str], typer.Option(
+        "--valid-time", help="World time at which memories must be in force (ISO-8601; default now).",
+        show_default=False)] = None,
+    include_retired: Annotated[bool, typer.Option(
+        "--include-retired", help="Also return forgotten memories (no validity filter).")] = False,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print {query, scope, model_id, degraded, notices, hits} as JSON only.")] = False,
 ) -> None:
     """Hybrid search in one scope (dense + lexical, fused by RRF).
 
-    Without a query embedding the answer is lexical only and says so (degraded).
+    Without a query embedding the answer is lexical only and says so (degraded). Memories not in
+    force at --valid-time (default now: forgotten ones) are left out unless --include-retired.
     """
+    from pydna.cli_memory import parse_time
+
+    at = parse_time(valid_time, "--valid-time")
     client, choice = open_client(ctx, embedder)
     note = stderr() if as_json else stdout()
     note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
     try:
         result = client.search(scope, query, kind=kind or None, k=k, tenant=tenant, name_prefix=name_prefix,
-                               personal=personal)
+                               personal=personal, valid_time=at, include_retired=include_retired)
     finally:
         client.close()
     if result.degraded:

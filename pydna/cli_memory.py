@@ -85,7 +85,7 @@ def _console():
     return Console(highlight=False, soft_wrap=True)
 
 
-def _parse_time(value: str | None, what: str) -> datetime | None:
+def parse_time(value: str | None, what: str) -> datetime | None:
     """An ISO-8601 timestamp (naive = UTC)."""
     if value is None:
         return None
@@ -164,7 +164,7 @@ def remember_cmd(
     """Remember something (dna.remember): validated, stamped with its encoding context, indexed."""
     claims = [parse_claim(c) for c in claim] if claim else None
     result = _run(ctx, embedder, as_json, lambda memory: memory.remember(
-        scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=_parse_time(now, "--now"), area=area,
+        scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=parse_time(now, "--now"), area=area,
         affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body))
     if result is None:
         return
@@ -198,7 +198,7 @@ def recall_cmd(
     """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
-        actor=actor, now=_parse_time(now, "--now"), as_of=_parse_time(as_of, "--as-of")))
+        actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of")))
     if result is None:
         return
     out = _console()
@@ -311,7 +311,7 @@ def consolidate_cmd(
     """Consolidate (dna.consolidate): the decay pass; --dry-run previews merges and contradictions."""
     report = _run(ctx, "none", as_json, lambda memory: memory.consolidate(
         scope, kind=kind, tenant=tenant, personal=personal, stale_retention_floor=floor, apply=apply, dry_run=dry_run,
-        merge_overlap_floor=merge_floor, now=_parse_time(now, "--now")))
+        merge_overlap_floor=merge_floor, now=parse_time(now, "--now")))
     if report is not None:
         print_consolidation(report)
 

@@ -105,3 +105,27 @@ def test_client_search_follows_validity(client):
     assert [h.name for h in client.search(S, "ibis lagoon").hits] == []
     assert [h.name for h in client.search(S, "ibis lagoon", valid_time=NOW + timedelta(hours=1)).hits] == [name]
     assert [h.name for h in client.search(S, "ibis lagoon", include_retired=True).hits] == [name]
+
+
+def test_cli_recall_valid_time_and_include_retired(client, dna_dsn, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from pydna.cli import app
+
+    name = client.memory.remember(S, "the stork nest on the chimney", now=NOW)["name"]
+    client.memory.forget(S, name, now=NOW + timedelta(days=1))
+    monkeypatch.setenv("DNA_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+
+    def recall(*extra):
+        result = runner.invoke(app, ["--dsn", dna_dsn, "recall", "stork chimney", "--scope", S, "--embedder", "fake",
+                                     "--json", *extra])
+        assert result.exit_code == 0, result.stdout + result.stderr
+        import json
+        return [h["name"] for h in json.loads(result.stdout)["hits"]]
+
+    assert recall() == []
+    assert recall("--include-retired") == [name]
+    assert recall("--valid-time", (NOW + timedelta(hours=2)).isoformat()) == [name]
+    bad = runner.invoke(app, ["--dsn", dna_dsn, "recall", "x", "--scope", S, "--valid-time", "yesterday"])
+    assert bad.exit_code == 1 and "ISO-8601" in bad.stderr
