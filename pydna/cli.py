@@ -262,6 +262,14 @@ def open_client(ctx: click.Context | None = None, embedder: str | EmbedderName |
     return client, choice
 
 
+def announce_embedder(choice: EmbedderChoice, as_json: bool) -> Console:
+    """Print which embedder a command uses, on stdout (stderr under ``--json``, so that stdout stays
+    JSON); returns that console for the command's other notes."""
+    note = stderr() if as_json else stdout()
+    note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
+    return note
+
+
 def _echo_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
     sys.stdout.flush()
@@ -676,8 +684,7 @@ def index(
 
     records, stats = collect_records(paths, kind, tenant)
     client, choice = open_client(ctx, embedder)
-    note = stderr() if as_json else stdout()
-    note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
+    note = announce_embedder(choice, as_json)
     try:
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                       MofNCompleteColumn(), TimeElapsedColumn(), console=stderr(), transient=True) as bar:
@@ -752,8 +759,7 @@ def recall(
 
     at = parse_time(valid_time, "--valid-time")
     client, choice = open_client(ctx, embedder)
-    note = stderr() if as_json else stdout()
-    note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
+    note = announce_embedder(choice, as_json)
     try:
         result = client.search(scope, query, kind=kind or None, k=k, tenant=tenant, name_prefix=name_prefix,
                                personal=personal, valid_time=at, include_retired=include_retired)

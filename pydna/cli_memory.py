@@ -62,8 +62,7 @@ def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False):
     cli = _cli()
     client, choice = cli.open_client(ctx, embedder=None if embedder == "none" else embedder)
     if choice is not None:
-        note = cli.stderr() if as_json else cli.stdout()
-        note.print(f"embedder: {cli.escape(choice.description)}", soft_wrap=True)
+        cli.announce_embedder(choice, as_json)
     return client
 
 

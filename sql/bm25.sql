@@ -330,7 +330,7 @@ BEGIN
     IF k IS NULL OR k < 0 OR k > 10000 THEN
         RAISE EXCEPTION 'k must be between 0 and 10000, got %', k USING ERRCODE = '22023';
     END IF;
-    tbl := dna.search_table(dna.model_dims(model_id));
+    tbl := dna.search_table(dna.model_dims(model_id, scope));
     SELECT * INTO cfg FROM dna.search_config(scope);
     k1 := coalesce(k1, cfg.bm25_k1);
     b := coalesce(b, cfg.bm25_b);
@@ -346,14 +346,13 @@ BEGIN
     IF st.n_docs <= 0 THEN
         RETURN;
     END IF;
-    -- Without filters the top k (ties included, so the final order by name is exact) is cut
-    -- before the join to the documents; with filters, they apply before the cut.
+    -- The top k (ties included, so the final order by name is exact) is cut before the join to
+    -- the documents; kinds is applied in the postings, so only a name_prefix needs every score.
     RETURN QUERY EXECUTE format(
         'SELECT d.kind, d.name, d.tenant, c.score, c.doc_id
          FROM dna.bm25_scores($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS c
          JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-         WHERE ($11::text[] IS NULL OR d.kind = ANY ($11))
-           AND ($12::text IS NULL OR starts_with(d.name, $12))
+         WHERE ($12::text IS NULL OR starts_with(d.name, $12))
          ORDER BY c.score DESC, d.kind, d.name, d.tenant
          LIMIT $13', tbl)
         USING scope, model_id, tenant, terms, st.n_docs::float8, st.avg_len, k1, b, st.shadowed,

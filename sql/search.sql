@@ -151,7 +151,8 @@ COMMENT ON FUNCTION dna.register_model(text, integer, text) IS
 'Errors: 22023 for a blank model_id, dims < 1, or a model_id already registered with another width; '
 '42P01 when no search table exists for that width (nothing is written).';
 
-CREATE OR REPLACE FUNCTION dna.model_dims(model_id text)
+DROP FUNCTION IF EXISTS dna.model_dims(text);  -- before the scope parameter
+CREATE OR REPLACE FUNCTION dna.model_dims(model_id text, scope text DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql STABLE
 AS $$
@@ -161,7 +162,14 @@ DECLARE
 BEGIN
     PERFORM dna.check_key('model_id', model_id, 200);
     SELECT m.dims INTO d FROM dna.dna_models AS m WHERE m.model_id = model_id;
-    IF d IS NULL THEN
+    IF d IS NULL AND scope IS NOT NULL THEN
+        -- A search: most often the caller's embedder is not the one that indexed this scope.
+        RAISE EXCEPTION 'unknown model_id %: nothing was ever indexed with it; model_ids with documents in scope %: %',
+            quote_literal(model_id), quote_literal(scope), dna.scope_models_text(scope)
+            USING ERRCODE = '22023',
+                  HINT = 'Search with the model_id that indexed this scope (dna.scope_models(scope) lists them), '
+                         'or index documents with this model first.';
+    ELSIF d IS NULL THEN
         RAISE EXCEPTION 'unknown model_id % (registered: %)', quote_literal(model_id),
             (SELECT coalesce(string_agg(m.model_id || ' (' || m.dims || ')', ', ' ORDER BY m.model_id), 'none')
              FROM dna.dna_models AS m)
@@ -172,8 +180,9 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.model_dims(text) IS
-'The registered embedding width of model_id. Errors: 22023 for an unknown model_id (the message lists the registered ones).';
+COMMENT ON FUNCTION dna.model_dims(text, text) IS
+'The registered embedding width of model_id. Errors: 22023 for an unknown model_id: the message lists the '
+'registered ones, or, given the scope being read, the model_ids with documents in that scope (dna.scope_models).';
 
 -- ---------------------------------------------------------------------------------------------
 -- Text helpers
@@ -441,17 +450,7 @@ BEGIN
         RAISE EXCEPTION 'weights must hold 2 values (dense, lexical), got %', cardinality(weights)
             USING ERRCODE = '22023';
     END IF;
-    PERFORM dna.check_key('model_id', model_id, 200);
-    IF NOT EXISTS (SELECT 1 FROM dna.dna_models AS m WHERE m.model_id = model_id) THEN
-        -- Most often the caller's embedder is not the one that indexed this scope: name those.
-        RAISE EXCEPTION 'unknown model_id %: nothing was ever indexed with it; model_ids with documents in scope %: %',
-            quote_literal(model_id), quote_literal(scope),
-            dna.scope_models_text(scope)
-            USING ERRCODE = '22023',
-                  HINT = 'Search with the model_id that indexed this scope (dna.scope_models(scope) lists them), '
-                         'or index documents with this model first.';
-    END IF;
-    dims := dna.model_dims(model_id);                     -- model_id is a filter: required, must be known
+    dims := dna.model_dims(model_id, scope);              -- model_id is a filter: required, must be known
     IF query_embedding IS NOT NULL AND vector_dims(query_embedding) <> dims THEN
         RAISE EXCEPTION 'query_embedding has % dimensions but model_id % is registered with %',
             vector_dims(query_embedding), quote_literal(model_id), dims USING ERRCODE = '22023';
@@ -543,8 +542,7 @@ BEGIN
                     row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
              FROM dna.bm25_scores($1, $2, $6, $8, $14, $15, $16, $17, $18, $19, $5) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-             WHERE ($5::text[] IS NULL OR d.kind = ANY ($5))
-               AND ($7::text IS NULL OR starts_with(d.name, $7))
+             WHERE ($7::text IS NULL OR starts_with(d.name, $7))
                AND ($20::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $20)
              ORDER BY c.score DESC, d.kind, d.name, d.tenant
              LIMIT $13

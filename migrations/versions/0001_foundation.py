@@ -8,7 +8,7 @@ Creates (schema ``dna``): ``dna_instances`` (current state, bitemporal ``valid_a
 ``dna_versions`` (append-only history), ``dna_kinds`` (seeded with Engram, Research, Evidence),
 ``dna_models`` (model_id → width), ``dna_search_docs_{384,768,1024,1536,3072}`` with a GIN index on
 the tsvector, HNSW cosine indexes (``halfvec`` expression index for 3072) and a ``valid_at`` column
-(the world time of the memory behind a document, kept by the triggers of ``0002_memory``; partial
+(the world time of the memory behind a document, kept by the triggers of ``0002_memory``; two
 indexes find the documents out of force at a given time), the BM25 lexical
 index (``dna_bm25_postings``, ``dna_bm25_stats``, kept by triggers on every search table),
 per-scope search settings (``dna_search_config``), and the functions of ``sql/bm25.sql``,
