@@ -1200,8 +1200,9 @@ COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
 'The stable name of a memory given without one: rem- and 16 hex digits of SHA-256 over its Kind and '
 'text, so remembering the same text twice names the same memory. Pure.';
 
+DROP FUNCTION IF EXISTS dna.lock_memory(text, text, text, text);  -- before required_by
 CREATE OR REPLACE FUNCTION dna.lock_memory(scope text, kind text, name text, tenant text,
-                                           OUT api text, OUT stored jsonb)
+                                           required_by text DEFAULT NULL, OUT api text, OUT stored jsonb)
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_variable
@@ -1210,13 +1211,18 @@ BEGIN
     SELECT i.spec INTO stored FROM dna.dna_instances AS i
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
     FOR UPDATE;
+    IF stored IS NULL AND required_by IS NOT NULL THEN   -- spec is NOT NULL: no such row
+        RAISE EXCEPTION '%: no %/% in scope % (tenant %)', required_by, kind, name, quote_literal(scope),
+            quote_literal(tenant) USING ERRCODE = 'P0002';
+    END IF;
 END
 $$;
 
-COMMENT ON FUNCTION dna.lock_memory(text, text, text, text) IS
+COMMENT ON FUNCTION dna.lock_memory(text, text, text, text, text) IS
 'The row of one memory for a write verb (dna.remember, dna.forget, dna.revive): api = the Kind''s '
 'api_version, stored = its spec (NULL when there is no such row), the row locked FOR UPDATE until the '
-'end of the transaction. Arguments are already validated by the caller; no error of its own.';
+'end of the transaction. Arguments are already validated by the caller. required_by (a verb that needs '
+'the row, e.g. ''forget''): no such row raises P0002 naming that verb; otherwise no error of its own.';
 
 DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.remember(
@@ -1595,11 +1601,7 @@ BEGIN
         superseded_by := dna.check_key('superseded_by', superseded_by, 512);
     END IF;
     at := coalesce(dna.check_now(now), now());
-    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
-    IF stored IS NULL THEN                               -- spec is NOT NULL: no such row
-        RAISE EXCEPTION 'forget: no %/% in scope % (tenant %)', kind, name, quote_literal(scope), quote_literal(tenant)
-            USING ERRCODE = 'P0002';
-    END IF;
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant, 'forget') AS l;
     already := dna.json_truthy(stored -> 'valid_to');
     updated := stored;
     IF NOT already THEN
@@ -1648,11 +1650,7 @@ BEGIN
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     at := coalesce(dna.check_now(now), now());
-    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
-    IF stored IS NULL THEN                               -- spec is NOT NULL: no such row
-        RAISE EXCEPTION 'revive: no %/% in scope % (tenant %)', kind, name, quote_literal(scope), quote_literal(tenant)
-            USING ERRCODE = 'P0002';
-    END IF;
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant, 'revive') AS l;
     revivals := CASE WHEN jsonb_typeof(stored -> 'revivals') = 'array' THEN stored -> 'revivals' ELSE '[]'::jsonb END;
     IF NOT dna.json_truthy(stored -> 'valid_to') THEN
         RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
