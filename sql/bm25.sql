@@ -1,4 +1,4 @@
--- pydna SQL package — BM25 for the lexical lane.
+-- pydna SQL package — BM25 for the lexical lane: statistics and scoring.
 --
 -- score(d, q) = Σ_{t ∈ q} idf(t) · tf(t,d)·(k1 + 1) / (tf(t,d) + k1·(1 − b + b·len(d)/avglen))
 -- idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (Lucene's non-negative BM25 idf)
@@ -8,21 +8,23 @@
 -- stored tsvector (PostgreSQL keeps at most 256 positions per lexeme); len(d) = Σ tf over the
 -- document's lexemes (stop words are not counted, as in a Lucene analyzer with a stop filter).
 -- N, avglen and df(t) are taken within the searched partition: one scope, one model_id, the base
--- rows (tenant '') plus the caller's tenant, base rows shadowed by a tenant row left out.
+-- rows (tenant '') plus the caller's tenant, base rows shadowed by a tenant row left out. They are
+-- exact under every insert, update and delete: sums over segments, memtable and tombstones
+-- (sql/bm25_write.sql describes the layout; revision 0010_scale created it).
 --
--- Storage (tables from revision 0001):
---   dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id) → tf, doc_len
---       one row per (document, lexeme); read per query term by an index-only range scan. Keeping
---       doc_len on the posting makes scoring a single pass over the query terms' postings, with no
---       join to the documents. Unnesting the tsvector of every matching document instead costs
---       ~10× more (DESIGN.md, "Search plane").
---   dna.dna_bm25_stats (scope, model_id, tenant) → n_docs, total_len
---       document count and summed length per partition, for N and avglen.
--- Both are maintained by the row trigger dna.bm25_maintain() on every dna_search_docs_<width>
--- table (insert, delete, and any update that changes the tsvector, tenant, scope or model_id) and
--- cleared by a TRUNCATE trigger. df(t) is not stored: it is counted from the same posting rows the
--- query reads anyway, so it is exact under every write at no extra cost (bench/bm25_stats.py
--- measures this design against computing everything on demand at 100k documents).
+-- Scoring (dna.bm25_lane) is score-at-a-time over impact-ordered chunks with a postings budget
+-- (Lin & Trotman, "Anytime Ranking for Impact-Ordered Indexes", ICTIR 2015; measured design B of
+-- ../shared/research/bm25-at-scale.md):
+--   1. exact path: when the postings of the query terms number at most the budget (every
+--      SciFact-size partition), all of them are scored: the exhaustive BM25 ranking, exact = true;
+--   2. budgeted path: chunks are read in descending order of their score bound until the budget
+--      is spent (the memtable is always read whole); the best C partial sums are rescored exactly
+--      from their forward rows, and the answer is certified exact when the k-th exact score beats
+--      the (C+1)-th partial sum plus the bound of every unread posting (Fagin's threshold
+--      argument). Every returned score is exact BM25; `exact` says whether the list is provably
+--      the exhaustive one.
+-- Scores are rounded to 1e-9: sums of the same terms in another order differ in the last bits, and
+-- mathematically equal scores must tie (then order by name) on every path and after every merge.
 --
 -- Defaults (per scope in dna.dna_search_config, else these): regconfig 'english', k1 = 1.2,
 -- b = 0.4, chosen on the SciFact TRAIN split (809 claims; bench/tune.py, figures in
@@ -32,6 +34,9 @@
 -- short single-topic documents (abstracts, passages, notes) where length says little about
 -- verbosity. 'english' beats 'simple' on English text in quality (train nDCG@10 0.697 vs 0.665) and
 -- speed (~4×: stop words no longer make an OR query read the postings of nearly every document).
+-- Budget 20,000 postings and C = max(400, 4·top) rescored candidates: the research's measured
+-- optimum at 1M documents (p95 18.4 ms, top-10 identical on 212/300 SciFact test claims, exact
+-- whenever Σdf ≤ budget); bench/scale.py re-measures them.
 
 -- ---------------------------------------------------------------------------------------------
 -- Per-scope configuration
@@ -133,8 +138,9 @@ COMMENT ON FUNCTION dna.set_search_config(text, regconfig, double precision, dou
 'effective settings and the number of re-tokenized documents. Errors: 22023 (out-of-range values, '
 'blank scope), 42704 (unknown regconfig, from the cast).';
 
+
 -- ---------------------------------------------------------------------------------------------
--- Statistics maintenance
+-- Statistics
 -- ---------------------------------------------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION dna.bm25_doc_length(tsv tsvector)
@@ -148,62 +154,6 @@ COMMENT ON FUNCTION dna.bm25_doc_length(tsvector) IS
 'BM25 document length: the number of token positions in the tsvector (a lexeme without positions '
 'counts 1). Stop words are not in the tsvector and do not count.';
 
-CREATE OR REPLACE FUNCTION dna.bm25_maintain()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    len integer;
-BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        DELETE FROM dna.dna_bm25_postings AS p
-        WHERE p.scope = OLD.scope AND p.model_id = OLD.model_id AND p.tenant = OLD.tenant
-          AND p.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND p.doc_id = OLD.doc_id;
-        UPDATE dna.dna_bm25_stats AS s
-        SET n_docs = s.n_docs - 1, total_len = s.total_len - dna.bm25_doc_length(OLD.tsv)
-        WHERE s.scope = OLD.scope AND s.model_id = OLD.model_id AND s.tenant = OLD.tenant;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        len := dna.bm25_doc_length(NEW.tsv);
-        INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
-        SELECT NEW.scope, NEW.model_id, NEW.tenant, u.lexeme, NEW.doc_id,
-               coalesce(cardinality(u.positions), 1), len, NEW.kind
-        FROM unnest(NEW.tsv) AS u;
-        INSERT INTO dna.dna_bm25_stats AS s (scope, model_id, tenant, n_docs, total_len)
-        SELECT NEW.scope, NEW.model_id, NEW.tenant, 1, len
-        ON CONFLICT (scope, model_id, tenant) DO UPDATE
-        SET n_docs = s.n_docs + 1, total_len = s.total_len + excluded.total_len;
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-COMMENT ON FUNCTION dna.bm25_maintain() IS
-'Row trigger (AFTER INSERT/UPDATE/DELETE) on every dna_search_docs_<width> table: keeps '
-'dna.dna_bm25_postings (one row per document and lexeme: tf, doc_len, kind) and dna.dna_bm25_stats '
-'(n_docs, total_len per scope, model_id, tenant) equal to the stored tsvectors.';
-
-CREATE OR REPLACE FUNCTION dna.bm25_truncate()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    DELETE FROM dna.dna_bm25_postings AS p
-    WHERE p.model_id IN (SELECT m.model_id FROM dna.dna_models AS m WHERE m.dims = TG_ARGV[0]::integer);
-    DELETE FROM dna.dna_bm25_stats AS s
-    WHERE s.model_id IN (SELECT m.model_id FROM dna.dna_models AS m WHERE m.dims = TG_ARGV[0]::integer);
-    RETURN NULL;
-END
-$$;
-
-COMMENT ON FUNCTION dna.bm25_truncate() IS
-'Statement trigger (AFTER TRUNCATE) on dna_search_docs_<width>: drops the BM25 postings and statistics '
-'of every model of that width (TG_ARGV[0] = width).';
-
--- ---------------------------------------------------------------------------------------------
--- Scoring
--- ---------------------------------------------------------------------------------------------
-
 CREATE OR REPLACE FUNCTION dna.bm25_terms(query text, config regconfig DEFAULT 'english')
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -216,32 +166,43 @@ COMMENT ON FUNCTION dna.bm25_terms(text, regconfig) IS
 'User text is never parsed as tsquery syntax, so operators, quotes and URLs cannot raise; stop words '
 'only → empty array.';
 
-DROP FUNCTION IF EXISTS dna.bm25_partition_stats(text, text, text);  -- before the personal parameter (0009_tenancy)
-CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, tenant text DEFAULT '',
-                                                    personal boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION dna.bm25_stats(scope text, model_id text, tenant text)
 RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[])
 LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_variable
 DECLARE
-    tbl regclass;
+    parts text[] := CASE WHEN tenant = '' THEN ARRAY[''] ELSE ARRAY['', tenant] END;
+    seg record;
+    mem record;
+    dead record;
     sh record;
+    tbl regclass;
 BEGIN
-    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
-    SELECT coalesce(sum(s.n_docs), 0)::bigint, coalesce(sum(s.total_len), 0)::bigint
-    INTO n_docs, total_len
-    FROM dna.dna_bm25_stats AS s
-    WHERE s.scope = scope AND s.model_id = model_id AND s.tenant IN ('', tenant);
+    -- N = sealed + memtable − tombstoned documents: rows no writer updates in place.
+    SELECT coalesce(sum(s.n_docs), 0)::bigint AS n, coalesce(sum(s.total_len), 0)::bigint AS len INTO seg
+    FROM dna.dna_bm25_segments AS s
+    WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = ANY (parts);
+    SELECT count(*)::bigint AS n, coalesce(sum(d.doc_len), 0)::bigint AS len INTO mem
+    FROM dna.dna_bm25_docs AS d
+    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = ANY (parts) AND d.seg_id IS NULL;
+    SELECT count(*)::bigint AS n, coalesce(sum(t.doc_len), 0)::bigint AS len INTO dead
+    FROM dna.dna_bm25_tombstones AS t
+    WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts);
+    n_docs := seg.n + mem.n - dead.n;
+    total_len := seg.len + mem.len - dead.len;
     shadowed := '{}';
     IF tenant <> '' AND n_docs > 0 THEN
         -- Base rows shadowed by a row of this tenant leave the partition.
         tbl := dna.search_table(dna.model_dims(model_id));
         EXECUTE format(
             'SELECT coalesce(array_agg(b.doc_id ORDER BY b.doc_id), ''{}'') AS ids, count(*) AS n,
-                    coalesce(sum(dna.bm25_doc_length(b.tsv)), 0) AS len
+                    coalesce(sum(d.doc_len), 0) AS len
              FROM %1$s AS t JOIN %1$s AS b
                ON b.scope = t.scope AND b.kind = t.kind AND b.name = t.name AND b.tenant = ''''
               AND b.model_id = t.model_id
+             JOIN dna.dna_bm25_docs AS d ON d.scope = b.scope AND d.model_id = b.model_id AND d.tenant = ''''
+              AND d.doc_id = b.doc_id
              WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3', tbl)
             INTO sh USING scope, model_id, tenant;
         shadowed := sh.ids;
@@ -253,75 +214,275 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION dna.bm25_stats(text, text, text) IS
+'BM25 statistics of the partition a search reads (scope, model_id, base rows plus tenant''s rows, base '
+'rows shadowed by a tenant row removed; tenant already resolved): n_docs (N), total_len, avg_len (NULL '
+'when empty) and the doc_ids of the shadowed base rows. Sums over segments, memtable and tombstones.';
+
+DROP FUNCTION IF EXISTS dna.bm25_partition_stats(text, text, text);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, tenant text DEFAULT '',
+                                                    personal boolean DEFAULT false)
+RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT * FROM dna.bm25_stats(scope, model_id, dna.resolve_tenant(tenant, personal))
+$$;
+
 COMMENT ON FUNCTION dna.bm25_partition_stats(text, text, text, boolean) IS
 'BM25 statistics of the partition a search reads: scope, model_id, base rows plus tenant''s rows, base '
 'rows shadowed by a tenant row removed. Returns n_docs (N), total_len, avg_len (NULL when empty) and '
-'the doc_ids of the shadowed base rows. personal => true: the caller''s personal partition.';
+'the doc_ids of the shadowed base rows. personal => true: the caller''s personal partition. Errors: '
+'42501 (reserved tenant, not a member, no identity), 22023 (bad tenant).';
 
-DROP FUNCTION IF EXISTS dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer);  -- before kinds
-CREATE OR REPLACE FUNCTION dna.bm25_scores(
+-- ---------------------------------------------------------------------------------------------
+-- Scoring
+-- ---------------------------------------------------------------------------------------------
+
+DROP FUNCTION IF EXISTS dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer);
+DROP FUNCTION IF EXISTS dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer, text[]);
+CREATE OR REPLACE FUNCTION dna.bm25_lane(
     scope text, model_id text, tenant text, terms text[],
-    n_docs double precision, avg_len double precision, k1 double precision, b double precision,
-    shadowed bigint[] DEFAULT '{}', top integer DEFAULT NULL, kinds text[] DEFAULT NULL)
-RETURNS TABLE (doc_id bigint, score double precision)
+    k1 double precision, b double precision, top integer DEFAULT NULL, kinds text[] DEFAULT NULL,
+    budget integer DEFAULT NULL, exhaustive boolean DEFAULT false, report boolean DEFAULT false)
+RETURNS TABLE (doc_id bigint, score double precision, exact boolean)
 LANGUAGE plpgsql STABLE
 ROWS 100                     -- callers join the result to the documents by (scope, doc_id): index lookups
 AS $$
-#variable_conflict use_column
+#variable_conflict use_variable
+DECLARE
+    parts text[] := CASE WHEN tenant = '' THEN ARRAY[''] ELSE ARRAY['', tenant] END;
+    st record;
+    n float8;
+    avgl float8;
+    lex text[];
+    w float8[];
+    readable bigint;
+    cand integer;
+    c_tenant text[];
+    c_lex text[];
+    c_kind text[];
+    c_seg integer[];
+    c_chunk integer[];
+    c_take integer[];
+    c_w float8[];
+    rest float8;
+    read_postings bigint;
+    docs bigint[];
+    accs float8[];
+    r_docs bigint[];
+    r_scores float8[];
+    cut float8;
+    theta float8;
+    certified boolean;
 BEGIN
-    -- One pass over the postings of the query terms: df per term from the same rows (exact for the
-    -- partition), then the BM25 sum per document. Static SQL, so PL/pgSQL caches its plan.
-    -- top: keep the best `top` documents, ties at the cut included (callers order ties by name);
-    -- NULL keeps every matching document (callers that filter on document columns). kinds: score
-    -- only documents of these Kinds (before the cut); df still counts every document, as N does.
+    budget := coalesce(budget, 20000);
+    IF budget < 1 THEN
+        RAISE EXCEPTION 'budget must be a positive number of postings, got %', budget USING ERRCODE = '22023';
+    END IF;
+    IF top = 0 OR coalesce(cardinality(terms), 0) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT * INTO st FROM dna.bm25_stats(scope, model_id, tenant);
+    IF st.n_docs <= 0 THEN
+        RETURN;
+    END IF;
+    n := st.n_docs;
+    avgl := CASE WHEN st.avg_len > 0 THEN st.avg_len ELSE 1 END;
+
+    -- df per term over every Kind (as N): sealed chunks + memtable − tombstoned − shadowed.
+    -- `readable` counts the postings a Kind filter leaves to score.
+    WITH q AS (SELECT DISTINCT u.lexeme FROM unnest(terms) AS u (lexeme)),
+    c AS (SELECT h.lexeme, sum(h.n)::bigint AS df,
+                 coalesce(sum(h.n) FILTER (WHERE kinds IS NULL OR h.kind = ANY (kinds)), 0)::bigint AS rd
+          FROM dna.dna_bm25_chunks AS h
+          WHERE h.scope = scope AND h.model_id = model_id AND h.tenant = ANY (parts) AND h.lexeme = ANY (terms)
+          GROUP BY h.lexeme),
+    m AS (SELECT p.lexeme, count(*) AS df, count(*) FILTER (WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS rd
+          FROM dna.dna_bm25_postings AS p
+          WHERE p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = ANY (terms)
+          GROUP BY p.lexeme),
+    t AS (SELECT x.lexeme, count(*) AS df
+          FROM dna.dna_bm25_tombstone_terms AS x
+          WHERE x.scope = scope AND x.model_id = model_id AND x.tenant = ANY (parts) AND x.lexeme = ANY (terms)
+          GROUP BY x.lexeme),
+    s AS (SELECT l.lexeme, count(*) AS df
+          FROM dna.dna_bm25_forward AS f, unnest(f.lexemes) AS l (lexeme)
+          WHERE cardinality(st.shadowed) > 0 AND f.scope = scope AND f.doc_id = ANY (st.shadowed)
+            AND l.lexeme = ANY (terms)
+          GROUP BY l.lexeme)
+    SELECT array_agg(q.lexeme ORDER BY q.lexeme),
+           array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
+           sum(coalesce(c.rd, 0) + coalesce(m.rd, 0))
+    INTO lex, w, readable
+    FROM q LEFT JOIN c ON c.lexeme = q.lexeme LEFT JOIN m ON m.lexeme = q.lexeme
+           LEFT JOIN t ON t.lexeme = q.lexeme LEFT JOIN s ON s.lexeme = q.lexeme,
+         LATERAL (SELECT coalesce(c.df, 0) + coalesce(m.df, 0) - coalesce(t.df, 0) - coalesce(s.df, 0) AS df) AS d
+    WHERE d.df > 0;
+    IF lex IS NULL THEN
+        RETURN;
+    END IF;
+
+    IF exhaustive OR top IS NULL OR readable <= budget THEN
+        -- Exact path: every posting of the query terms, scored and summed.
+        IF report THEN
+            PERFORM set_config('dna.bm25_explain', jsonb_build_object(
+                'path', 'exact', 'exact', true, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
+                'idf', to_jsonb(w), 'postings', readable, 'budget', budget)::text, true);
+        END IF;
+        RETURN QUERY
+        WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
+        tomb AS MATERIALIZED (
+            SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
+            WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
+        post AS (
+            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, q.w,
+                   ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
+            FROM q
+            JOIN dna.dna_bm25_chunks AS c
+              ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+            JOIN dna.dna_bm25_segments AS sg
+              ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+            CROSS JOIN LATERAL unnest(c.postings) AS x (p)
+            WHERE kinds IS NULL OR c.kind = ANY (kinds)
+            UNION ALL
+            SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
+            FROM q
+            JOIN dna.dna_bm25_postings AS p
+              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+            WHERE kinds IS NULL OR p.kind = ANY (kinds))
+        SELECT a.doc_id, round(sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) * 1e9) / 1e9 AS sc, true
+        FROM post AS a
+        WHERE NOT (a.doc_id = ANY (st.shadowed))
+          AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
+        GROUP BY a.doc_id
+        ORDER BY 2 DESC
+        FETCH FIRST coalesce(top, 2147483647) ROWS WITH TIES;
+        RETURN;
+    END IF;
+
+    -- Budgeted path. 1. Chunks in descending order of their bound idf · w(tf, len), taken while
+    -- the running count of postings stays within the budget (the last one as a prefix). A bound
+    -- is the smaller of the chunk's impact at build time scaled by max(1, avglen/avglen_ref) (valid
+    -- when k1/b are the build's) and w(max tf, min len) (valid for any k1, b, avglen).
+    cand := greatest(400, 4 * top);
+    WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
+    h AS (
+        SELECT c.tenant, c.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w,
+               q.w * least(CASE WHEN sg.k1 = k1 AND sg.b = b
+                                THEN c.max_imp * greatest(1.0, avgl / sg.avgdl_ref) * 1.000001
+                                ELSE 'Infinity'::float8 END,
+                           dna.bm25_weight(c.max_tf, c.min_len, k1, b, avgl) * 1.000001) AS bound
+        FROM q
+        JOIN dna.dna_bm25_chunks AS c
+          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+        JOIN dna.dna_bm25_segments AS sg
+          ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+        WHERE kinds IS NULL OR c.kind = ANY (kinds)),
+    o AS (SELECT h.*, sum(h.n) OVER (ORDER BY h.bound DESC, h.lexeme, h.kind, h.tenant, h.seg_id, h.chunk) AS cum
+          FROM h),
+    sel AS (SELECT o.*, CASE WHEN o.cum - o.n >= budget THEN 0
+                             WHEN o.cum > budget THEN (budget - (o.cum - o.n))::integer
+                             ELSE o.n END AS take
+            FROM o)
+    SELECT array_agg(sel.tenant) FILTER (WHERE sel.take > 0), array_agg(sel.lexeme) FILTER (WHERE sel.take > 0),
+           array_agg(sel.kind) FILTER (WHERE sel.take > 0), array_agg(sel.seg_id) FILTER (WHERE sel.take > 0),
+           array_agg(sel.chunk) FILTER (WHERE sel.take > 0), array_agg(sel.take) FILTER (WHERE sel.take > 0),
+           array_agg(sel.w) FILTER (WHERE sel.take > 0),
+           coalesce(sum(sel.take), 0),
+           coalesce((SELECT sum(r.bound) FROM (SELECT max(x.bound) AS bound FROM sel AS x WHERE x.take < x.n
+                                             GROUP BY x.lexeme) AS r), 0)
+    INTO c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, read_postings, rest
+    FROM sel;
+
+    -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept.
+    WITH tomb AS MATERIALIZED (
+        SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
+        WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
+    post AS (
+        SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, ch.w,
+               ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
+        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
+                 AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
+        JOIN dna.dna_bm25_chunks AS c
+          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+        JOIN dna.dna_bm25_segments AS sg
+          ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+        CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
+        UNION ALL
+        SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
+        FROM unnest(lex, w) AS q (lexeme, w)
+        JOIN dna.dna_bm25_postings AS p
+          ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+        WHERE kinds IS NULL OR p.kind = ANY (kinds)),
+    acc AS (
+        SELECT a.doc_id, sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) AS acc
+        FROM post AS a
+        WHERE NOT (a.doc_id = ANY (st.shadowed))
+          AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
+        GROUP BY a.doc_id
+        ORDER BY 2 DESC, 1
+        LIMIT cand + 1)
+    SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+    INTO docs, accs
+    FROM acc;
+    docs := coalesce(docs, '{}');
+    cut := coalesce(accs[cand + 1], 0);
+
+    -- 3. Exact BM25 of the best C from their forward rows (sorted lexemes, tfs).
+    SELECT array_agg(r.doc_id ORDER BY r.sc DESC, r.doc_id), array_agg(r.sc ORDER BY r.sc DESC, r.doc_id)
+    INTO r_docs, r_scores
+    FROM (SELECT f.doc_id,
+                 (SELECT round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9
+                  FROM unnest(lex, w) AS q (lexeme, w),
+                       LATERAL (SELECT f.tfs[array_position(f.lexemes, q.lexeme)]::float8 AS tf) AS g
+                  WHERE g.tf IS NOT NULL) AS sc
+          FROM dna.dna_bm25_forward AS f
+          WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand])) AS r;
+    r_docs := coalesce(r_docs, '{}');
+
+    -- 4. Certificate: no document outside the rescored ones can reach the top-th exact score.
+    theta := CASE WHEN cardinality(r_docs) >= top THEN r_scores[top] ELSE 0 END;
+    certified := theta > cut + rest OR (rest = 0 AND cardinality(docs) <= cand);
+    IF report THEN
+        PERFORM set_config('dna.bm25_explain', jsonb_build_object(
+            'path', 'budgeted', 'exact', certified, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
+            'idf', to_jsonb(w), 'postings', readable, 'budget', budget, 'postings_read', read_postings,
+            'chunks_read', cardinality(c_seg), 'candidates', cand, 'rescored', cardinality(r_docs),
+            'theta', theta, 'cut', cut, 'unread_bound', rest)::text, true);
+    END IF;
     RETURN QUERY
-    WITH p AS MATERIALIZED (
-        SELECT p.lexeme, p.doc_id, p.tf, p.doc_len, p.kind
-        FROM dna.dna_bm25_postings AS p
-        WHERE p.scope = bm25_scores.scope AND p.model_id = bm25_scores.model_id
-          AND p.tenant = ANY (ARRAY['', bm25_scores.tenant])
-          AND p.lexeme = ANY (bm25_scores.terms)
-          AND NOT (p.doc_id = ANY (bm25_scores.shadowed))
-    ),
-    idf AS (
-        SELECT p.lexeme, ln(1 + (bm25_scores.n_docs - count(*) + 0.5) / (count(*) + 0.5)) AS w
-        FROM p GROUP BY p.lexeme
-    ),
-    s AS (
-        SELECT p.doc_id,
-               sum(idf.w * p.tf * (bm25_scores.k1 + 1)
-                   / (p.tf + bm25_scores.k1 * (1 - bm25_scores.b + bm25_scores.b * p.doc_len / bm25_scores.avg_len)))
-                   AS score
-        FROM p JOIN idf ON idf.lexeme = p.lexeme
-        WHERE bm25_scores.kinds IS NULL OR p.kind = ANY (bm25_scores.kinds)
-        GROUP BY p.doc_id
-    )
-    SELECT s.doc_id, s.score FROM s
-    ORDER BY s.score DESC
-    FETCH FIRST coalesce(bm25_scores.top, 2147483647) ROWS WITH TIES;
+    SELECT u.d, u.s, certified
+    FROM unnest(r_docs, r_scores) AS u (d, s)
+    WHERE u.s >= r_scores[least(top, cardinality(r_scores))]
+    ORDER BY u.s DESC, u.d;
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25_scores(text, text, text, text[], double precision, double precision, double precision, double precision, bigint[], integer, text[]) IS
-'BM25 scores (doc_id, score) of the documents of one partition (scope, model_id, base rows plus tenant, '
-'minus the shadowed doc_ids) holding any of terms, given N, avglen, k1 and b (see dna.bm25 and '
-'dna.bm25_partition_stats). kinds: only documents of these Kinds are scored (df counts all, like N); '
-'NULL = every Kind. top: the best top documents with ties at the cut, NULL = all, in score order. '
-'The building block of dna.bm25 and of dna.search''s lexical lane; no validation.';
+COMMENT ON FUNCTION dna.bm25_lane(text, text, text, text[], double precision, double precision, integer, text[], integer, boolean, boolean) IS
+'BM25 scores (doc_id, score, exact) of the best `top` documents of one partition (scope, model_id, base '
+'rows plus tenant — already resolved —, shadowed base rows left out) for the lexemes `terms`, with k1 and '
+'b; ties at the cut included; kinds: only documents of these Kinds are scored (df and N count all). '
+'Exact path (every posting scored, exact = true) when exhaustive, top is NULL (every matching document), '
+'or the postings to score number at most budget (default 20000); else the budgeted path: chunks in bound '
+'order up to the budget plus the whole memtable, the best max(400, 4·top) partial sums rescored exactly, '
+'exact = true only when the certificate proves the list equal to the exhaustive one. Every score is exact '
+'BM25. report => true leaves a jsonb summary in the setting dna.bm25_explain. The building block of '
+'dna.bm25 and of dna.search''s lexical lane; no validation beyond budget >= 1 (22023).';
 
 DROP FUNCTION IF EXISTS dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision);  -- before the personal parameter (0009_tenancy)
+DROP FUNCTION IF EXISTS dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision, boolean);  -- before exact, budget (0010_scale)
 CREATE OR REPLACE FUNCTION dna.bm25(
     scope text, query text, model_id text,
     tenant text DEFAULT '', kinds text[] DEFAULT NULL, name_prefix text DEFAULT NULL,
     k integer DEFAULT 10, k1 double precision DEFAULT NULL, b double precision DEFAULT NULL,
-    personal boolean DEFAULT false)
+    personal boolean DEFAULT false, exact boolean DEFAULT false, budget integer DEFAULT NULL)
 RETURNS SETOF dna.bm25_hit
 LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_variable
 DECLARE
     cfg record;
-    st record;
     tbl regclass;
     terms text[];
 BEGIN
@@ -329,6 +490,9 @@ BEGIN
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 10000 THEN
         RAISE EXCEPTION 'k must be between 0 and 10000, got %', k USING ERRCODE = '22023';
+    END IF;
+    IF budget IS NOT NULL AND (budget < 1 OR budget > 100000000) THEN
+        RAISE EXCEPTION 'budget must be between 1 and 100000000 postings, got %', budget USING ERRCODE = '22023';
     END IF;
     tbl := dna.search_table(dna.model_dims(model_id, scope));
     SELECT * INTO cfg FROM dna.search_config(scope);
@@ -342,30 +506,59 @@ BEGIN
     IF k = 0 OR cardinality(terms) = 0 THEN
         RETURN;
     END IF;
-    SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal IS TRUE);
-    IF st.n_docs <= 0 THEN
-        RETURN;
-    END IF;
     -- The top k (ties included, so the final order by name is exact) is cut before the join to
     -- the documents; kinds is applied in the postings, so only a name_prefix needs every score.
     RETURN QUERY EXECUTE format(
-        'SELECT d.kind, d.name, d.tenant, c.score, c.doc_id
-         FROM dna.bm25_scores($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS c
+        'SELECT d.kind, d.name, d.tenant, c.score, c.doc_id, c.exact
+         FROM dna.bm25_lane($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS c
          JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-         WHERE ($12::text IS NULL OR starts_with(d.name, $12))
+         WHERE ($11::text IS NULL OR starts_with(d.name, $11))
          ORDER BY c.score DESC, d.kind, d.name, d.tenant
-         LIMIT $13', tbl)
-        USING scope, model_id, tenant, terms, st.n_docs::float8, st.avg_len, k1, b, st.shadowed,
-              CASE WHEN name_prefix IS NULL THEN k END, kinds, name_prefix, k;
+         LIMIT $12', tbl)
+        USING scope, model_id, tenant, terms, k1, b, CASE WHEN name_prefix IS NULL THEN k END, kinds,
+              budget, exact, name_prefix, k;
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision, boolean) IS
+COMMENT ON FUNCTION dna.bm25(text, text, text, text, text[], text, integer, double precision, double precision, boolean, boolean, integer) IS
 'The lexical lane: Okapi BM25 over the distinct lexemes of to_tsvector(<scope regconfig>, query), OR '
 'semantics. score = sum over terms of ln(1 + (N - df + 0.5)/(df + 0.5)) * tf*(k1+1)/(tf + k1*(1 - b + '
 'b*len/avglen)), with tf and len from the stored tsvector and N, df, avglen taken within the partition '
 '(scope, model_id, base rows plus tenant''s rows, shadowed base rows excluded). k1/b: arguments, else '
 'the scope''s dna.search_config (default 1.2/0.4). Filters kinds and name_prefix apply before the cut. '
-'Returns at most k (0..10000) rows ordered by score DESC, kind, name, tenant. Never raises on query text; '
-'a query without lexemes returns no rows. Errors: 22023 (unknown model_id, bad k, k1 or b), 42501 (reserved tenant, not a member, no identity). personal => true: the caller''s '
-'personal partition over the shared base.';
+'Returns at most k (0..10000) dna.bm25_hit rows ordered by score DESC, kind, name, tenant; each says '
+'exact: true when the list is the exhaustive BM25 ranking (always for partitions whose query postings '
+'fit the budget, default 20000 postings; else when a certificate proves it, see dna.bm25_lane); every '
+'score is exact BM25. exact => true forces exhaustive scoring (cost grows with the corpus); a '
+'name_prefix scores exhaustively too. Never raises on query text; a query without lexemes returns no '
+'rows. Errors: 22023 (unknown model_id, bad k, k1, b or budget), 42501 (reserved tenant, not a member, '
+'no identity). personal => true: the caller''s personal partition over the shared base.';
+
+CREATE OR REPLACE FUNCTION dna.bm25_explain(scope text, query text, model_id text, tenant text DEFAULT '',
+                                            kinds text[] DEFAULT NULL, k integer DEFAULT 10,
+                                            budget integer DEFAULT NULL, personal boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    cfg record;
+    hits integer;
+BEGIN
+    scope := dna.check_key('scope', scope, 200);
+    tenant := dna.resolve_tenant(tenant, personal);
+    PERFORM dna.model_dims(model_id, scope);
+    SELECT * INTO cfg FROM dna.search_config(scope);
+    PERFORM set_config('dna.bm25_explain', '{}', true);
+    SELECT count(*) INTO hits
+    FROM dna.bm25_lane(scope, model_id, tenant, dna.bm25_terms(query, cfg.ts_config), cfg.bm25_k1, cfg.bm25_b,
+                       k, kinds, budget, false, true);
+    RETURN current_setting('dna.bm25_explain')::jsonb || jsonb_build_object('hits', hits, 'k', k);
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
+'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
+'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
+'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, hits, k}. '
+'An empty object plus hits = 0 when nothing matches. Errors as dna.bm25.';

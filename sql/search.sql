@@ -1,6 +1,6 @@
 -- pydna SQL package — search plane.
--- Width routing, model registry, document index/delete, and hybrid search (dense KNN + BM25
--- lexical lane from sql/bm25.sql, fused by dna.rrf). Tables come from the alembic revisions; this
+-- Width routing, model registry, and hybrid search (dense KNN + BM25 lexical lane from
+-- sql/bm25.sql, fused by dna.rrf); writing documents is sql/documents.sql. Tables come from the alembic revisions; this
 -- file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
@@ -216,161 +216,6 @@ COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
 'addresses); returns NULL when the text has no lexemes (blank or stop words only).';
 
 -- ---------------------------------------------------------------------------------------------
--- Index and delete
--- ---------------------------------------------------------------------------------------------
-
-DROP FUNCTION IF EXISTS dna.index_document(text, text, text, text, vector, text, text, text, text);  -- before the personal parameter (0009_tenancy)
-CREATE OR REPLACE FUNCTION dna.index_document(
-    scope text, kind text, name text, body text,
-    embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
-    title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL, personal boolean DEFAULT false)
-RETURNS jsonb
-LANGUAGE plpgsql
-AS $$
-#variable_conflict use_variable
-DECLARE
-    dims integer;
-    tbl regclass;
-    new_hash text;
-    old_hash text;
-    old_has_embedding boolean;
-    action text;
-    emb vector := embedding;
-BEGIN
-    scope := dna.check_key('scope', scope, 200);
-    kind := dna.check_key('kind', kind, 200);
-    name := dna.check_key('name', name, 512);
-    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
-    PERFORM dna.check_key('model_id', model_id, 200);
-    IF coalesce(btrim(body), '') = '' AND coalesce(btrim(title), '') = '' THEN
-        RAISE EXCEPTION 'nothing to index for %/%: title and body are both empty', kind, name
-            USING ERRCODE = '22023';
-    END IF;
-    IF octet_length(coalesce(body, '')) + octet_length(coalesce(title, '')) > 1000000 THEN
-        RAISE EXCEPTION 'text of %/% is % bytes; the limit is 1000000 bytes per document: split it',
-            kind, name, octet_length(coalesce(body, '')) + octet_length(coalesce(title, ''))
-            USING ERRCODE = '22001';
-    END IF;
-
-    IF emb IS NOT NULL THEN
-        dims := vector_dims(emb);
-        PERFORM dna.register_model(model_id, dims);       -- routes (42P01) and checks the width (22023)
-        IF vector_norm(emb) = 0 THEN
-            emb := NULL;                                 -- no direction: a zero vector has no cosine; index lexically
-        END IF;
-    ELSE
-        dims := dna.model_dims(model_id);                 -- unknown model without a vector: 22023
-    END IF;
-    tbl := dna.search_table(dims);
-    new_hash := dna.text_hash(title, body);
-
-    EXECUTE format('SELECT t.text_hash, t.embedding IS NOT NULL FROM %s AS t
-                    WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5', tbl)
-        INTO old_hash, old_has_embedding USING scope, kind, name, tenant, model_id;
-
-    IF old_hash IS NULL THEN
-        action := 'inserted';
-    ELSIF old_hash <> new_hash THEN
-        action := 'updated';                             -- a stale vector is dropped when none is given
-    ELSIF emb IS NOT NULL AND NOT old_has_embedding THEN
-        action := 'embedded';
-    ELSE
-        action := 'unchanged';
-        RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
-                                  'text_hash', new_hash, 'embedded', old_has_embedding);
-    END IF;
-
-    -- ts_config: the scope's text-search configuration (dna.set_search_config; default english).
-    EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
-                                        embedding, ts_config)
-                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, c.ts_config FROM dna.search_config($1) AS c
-                    ON CONFLICT (scope, kind, name, tenant, model_id) DO UPDATE
-                    SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
-                        body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
-                        updated_at = now()', tbl)
-        USING scope, kind, name, tenant, model_id, new_hash, title,
-              coalesce(snippet, left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240)),
-              coalesce(body, ''), emb;
-    RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
-                              'text_hash', new_hash, 'embedded', emb IS NOT NULL);
-END
-$$;
-
-COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text, boolean) IS
-'Upserts one document into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id). '
-'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
-'(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
-'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
-'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
-'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
-'key, empty text, unknown model_id without a vector, width differing from the registered one, NaN '
-'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
-'caller''s personal partition (dna.resolve_tenant).';
-
-CREATE OR REPLACE FUNCTION dna.stale_documents(
-    scope text, model_id text, kinds text[], names text[], titles text[], bodies text[],
-    tenants text[] DEFAULT NULL)
-RETURNS SETOF integer
-LANGUAGE plpgsql STABLE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    tbl regclass := dna.search_table(dna.model_dims(model_id));
-BEGIN
-    PERFORM dna.check_tenant(t) FROM unnest(tenants) AS t;   -- personal:* refused (42501)
-    -- 1-based positions of the given documents that need an embedding: absent, changed text, or no vector yet.
-    RETURN QUERY EXECUTE format(
-        'SELECT d.ord::integer
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
-              AS d(kind, name, title, body, tenant, ord)
-         LEFT JOIN %s AS t
-           ON t.scope = $1 AND t.model_id = $7 AND t.kind = d.kind AND t.name = d.name
-          AND t.tenant = coalesce(d.tenant, '''')
-         WHERE t.text_hash IS DISTINCT FROM dna.text_hash(d.title, d.body) OR t.embedding IS NULL
-         ORDER BY d.ord', tbl)
-        USING scope, kinds, names, titles, bodies, tenants, model_id;
-END
-$$;
-
-COMMENT ON FUNCTION dna.stale_documents(text, text, text[], text[], text[], text[], text[]) IS
-'Given parallel arrays describing documents, returns the 1-based positions that need an embedding for '
-'model_id in scope (not indexed, text changed, or indexed without a vector). Clients call it before '
-'embedding so unchanged text is never re-embedded. Errors: as dna.model_dims.';
-
-DROP FUNCTION IF EXISTS dna.delete_document(text, text, text, text, text);  -- before the personal parameter (0009_tenancy)
-CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text, tenant text DEFAULT '',
-                                               model_id text DEFAULT NULL, personal boolean DEFAULT false)
-RETURNS integer
-LANGUAGE plpgsql
-AS $$
-#variable_conflict use_variable
-DECLARE
-    w integer;
-    n integer;
-    total integer := 0;
-BEGIN
-    scope := dna.check_key('scope', scope, 200);
-    kind := dna.check_key('kind', kind, 200);
-    name := dna.check_key('name', name, 512);
-    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
-    FOR w IN SELECT dna.search_widths() LOOP
-        EXECUTE format('DELETE FROM dna.%I AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3
-                        AND t.tenant = $4 AND ($5::text IS NULL OR t.model_id = $5)', 'dna_search_docs_' || w)
-            USING scope, kind, name, tenant, model_id;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        total := total + n;
-    END LOOP;
-    RETURN total;
-END
-$$;
-
-COMMENT ON FUNCTION dna.delete_document(text, text, text, text, text, boolean) IS
-'Removes a document from both lanes of every width table (for one model_id, or all when NULL); its '
-'BM25 postings and statistics go with it (trigger). '
-'Returns the number of rows deleted (0 when absent). personal => true: the caller''s personal partition. '
-'Errors: 22023 for blank keys, 42501 (reserved tenant, not a member, no identity).';
-
--- ---------------------------------------------------------------------------------------------
 -- Hybrid search
 -- ---------------------------------------------------------------------------------------------
 
@@ -471,7 +316,7 @@ BEGIN
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
-    SELECT * INTO st FROM dna.bm25_partition_stats(scope, model_id, CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal IS TRUE);
+    SELECT * INTO st FROM dna.bm25_stats(scope, model_id, tenant);   -- tenant is resolved above
     IF st.n_docs <= 0 THEN
         -- Nothing indexed with this model here: say so (psql shows the NOTICE, clients surface it)
         -- instead of an empty answer that looks like "no match".
@@ -530,17 +375,18 @@ BEGIN
                              NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
     END IF;
 
-    -- Lexical lane: BM25 (dna.bm25_scores, as dna.bm25) over the OR of the query's lexemes; the
+    -- Lexical lane: BM25 (dna.bm25_lane, as dna.bm25) over the OR of the query's lexemes; the
     -- overlay is in the partition (shadowed base rows left out) and the Kind filter is in the
     -- postings, so the scores are cut at $19 (ties included) before the join to the documents:
     -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
     -- starve the lane. Only a name_prefix (a document column) needs every score ($19 NULL).
+    -- The lane's certificate (exact) is carried to every hit.
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
-             SELECT d.kind, d.name, d.tenant, c.score AS lexical_score,
+             SELECT d.kind, d.name, d.tenant, c.score AS lexical_score, c.exact,
                     row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
-             FROM dna.bm25_scores($1, $2, $6, $8, $14, $15, $16, $17, $18, $19, $5) AS c
+             FROM dna.bm25_lane($1, $2, $6, $8, $16, $17, $19, $5) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
              WHERE ($7::text IS NULL OR starts_with(d.name, $7))
                AND ($20::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $20)
@@ -559,14 +405,15 @@ BEGIN
          )
          SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
                 f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
-                starts_with(f.tenant, ''personal:'')
+                starts_with(f.tenant, ''personal:''),
+                coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true)
          FROM fused AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant
          ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth,
-              st.n_docs::float8, st.avg_len, cfg.bm25_k1, cfg.bm25_b, st.shadowed,
+              NULL::float8, NULL::float8, cfg.bm25_k1, cfg.bm25_b, NULL::bigint[],
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
 END
 $$;
@@ -585,4 +432,6 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
 'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
 'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '
-'of both lanes; documents of other Kinds are always in force; NULL turns the validity filter off.';
+'of both lanes; documents of other Kinds are always in force; NULL turns the validity filter off. '
+'exact (every hit): true when the lexical lane''s list is provably the exhaustive BM25 ranking (always '
+'for partitions whose query postings fit dna.bm25_lane''s budget; see dna.bm25).';

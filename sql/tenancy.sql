@@ -12,7 +12,7 @@
 -- cannot claim to be someone else (and a plain SET would not reach Citus workers anyway).
 --
 -- Enforcement is row-level security, ENABLEd and FORCEd (table owners are subject to it) on
--- dna_instances, dna_versions, dna_bm25_postings, dna_bm25_stats and every dna_search_docs_<N>,
+-- dna_instances, dna_versions, every dna_search_docs_<N> and every dna_bm25_* table (the lexical index),
 -- by one policy per table (dna.protect_table): a row is readable and writable only when its tenant
 -- is in dna.visible_tenants(). Superusers and BYPASSRLS roles are outside the model (PostgreSQL
 -- never applies row-level security to them). No function of schema dna is SECURITY DEFINER, so
@@ -178,14 +178,14 @@ LANGUAGE sql STABLE
 AS $$
     SELECT c.oid::regclass FROM pg_catalog.pg_class AS c
     WHERE c.relnamespace = 'dna'::regnamespace AND c.relkind IN ('r', 'p')
-      AND (c.relname IN ('dna_instances', 'dna_versions', 'dna_bm25_postings', 'dna_bm25_stats')
-           OR c.relname ~ '^dna_search_docs_\d+$')
+      AND (c.relname IN ('dna_instances', 'dna_versions')
+           OR c.relname ~ '^dna_search_docs_\d+$' OR c.relname ~ '^dna_bm25_')
     ORDER BY c.relname
 $$;
 
 COMMENT ON FUNCTION dna.protected_tables() IS
 'The tables that hold row data and therefore carry the tenant policy: dna_instances, dna_versions, '
-'dna_bm25_postings, dna_bm25_stats and every dna_search_docs_<N> (from the catalog).';
+'every dna_search_docs_<N> and every dna_bm25_* table of the lexical index (from the catalog).';
 
 CREATE OR REPLACE FUNCTION dna.grant_app_role(role_name text)
 RETURNS jsonb
@@ -205,6 +205,10 @@ BEGIN
                    'dna.dna_identities, dna.dna_workspace_members TO %s', r);
     EXECUTE format('GRANT INSERT ON dna.dna_models TO %s', r);                 -- dna.register_model
     EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_search_doc_id_seq TO %s', r);
+    IF to_regclass('dna.dna_bm25_seg_id_seq') IS NOT NULL THEN                    -- 0010_scale
+        EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_bm25_seg_id_seq TO %s', r);
+        EXECUTE format('GRANT SELECT, INSERT, DELETE ON dna.dna_index_staging TO %s', r);
+    END IF;
     FOR t IN SELECT dna.protected_tables() LOOP
         -- No TRUNCATE: TRUNCATE is not subject to row-level security.
         EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s', t, r);
@@ -219,6 +223,7 @@ $$;
 
 COMMENT ON FUNCTION dna.grant_app_role(text) IS
 'DBA helper: grants an application role what the verbs need — USAGE on schema dna, SELECT on the '
-'reference and mapping tables, INSERT on dna_models, the doc_id sequence, SELECT/INSERT/UPDATE/DELETE '
+'reference and mapping tables, INSERT on dna_models, the doc_id and BM25 segment sequences, the COPY '
+'staging table dna_index_staging (its rows are visible to their writer only), SELECT/INSERT/UPDATE/DELETE '
 '(never TRUNCATE, which row-level security does not cover) on every protected table, and SELECT on '
 'the version table. What the role then sees is decided by row-level security. Needs grant rights.';

@@ -140,30 +140,70 @@ def _stats(sql, scope, tenant=""):
                        (scope, MODEL, tenant)).fetchone()
 
 
+LIVE_POSTINGS = """
+    SELECT p.scope, p.model_id, p.tenant, p.lexeme, p.doc_id, p.tf, p.doc_len, p.kind FROM dna.dna_bm25_postings AS p
+    UNION ALL
+    SELECT c.scope, c.model_id, c.tenant, c.lexeme::text, s.base_doc_id + (x & 8589934591),
+           ((x >> 33) & 511)::integer, (x >> 42)::integer, c.kind
+    FROM dna.dna_bm25_chunks AS c
+    JOIN dna.dna_bm25_segments AS s USING (scope, model_id, tenant, seg_id), unnest(c.postings) AS x
+    WHERE NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
+                      WHERE (t.scope, t.model_id, t.tenant, t.seg_id, t.doc_id)
+                          = (c.scope, c.model_id, c.tenant, c.seg_id, s.base_doc_id + (x & 8589934591)))"""
+
+
 def _postings_are_exact(sql):
-    """The postings table equals the unnest of every stored tsvector (nothing stale, nothing missing)."""
-    diff = sql.execute("""
+    """The postings that count (memtable + sealed chunks minus tombstones) equal the unnest of every
+    stored tsvector (nothing stale, nothing missing, nothing twice); forward rows and N/avglen too."""
+    diff = sql.execute(f"""
         WITH want AS (
             SELECT d.scope, d.model_id, d.tenant, u.lexeme, d.doc_id,
                    coalesce(cardinality(u.positions), 1) AS tf, dna.bm25_doc_length(d.tsv) AS doc_len, d.kind
-            FROM dna.dna_search_docs_384 AS d, unnest(d.tsv) AS u)
-        SELECT count(*) FROM ((SELECT * FROM want EXCEPT ALL SELECT * FROM dna.dna_bm25_postings)
+            FROM dna.dna_search_docs_384 AS d, unnest(d.tsv) AS u),
+        live AS ({LIVE_POSTINGS})
+        SELECT count(*) FROM ((SELECT * FROM want EXCEPT ALL SELECT * FROM live)
                               UNION ALL
-                              (SELECT * FROM dna.dna_bm25_postings EXCEPT ALL SELECT * FROM want)) AS x""").fetchone()[0]
+                              (SELECT * FROM live EXCEPT ALL SELECT * FROM want)) AS x""").fetchone()[0]
     assert diff == 0
+    forward = sql.execute("""
+        SELECT count(*) FROM (
+            (SELECT d.scope, d.model_id, d.tenant, d.doc_id, d.kind, dna.bm25_doc_length(d.tsv),
+                    coalesce((SELECT array_agg(u.lexeme) FROM unnest(d.tsv) AS u), '{}')
+             FROM dna.dna_search_docs_384 AS d)
+            EXCEPT ALL
+            (SELECT f.scope, f.model_id, f.tenant, f.doc_id, f.kind, f.doc_len, f.lexemes FROM dna.dna_bm25_forward AS f)
+        ) AS x""").fetchone()[0]
+    assert forward == 0
+    assert sql.execute("SELECT count(*) FROM dna.dna_bm25_forward").fetchone()[0] == \
+        sql.execute("SELECT count(*) FROM dna.dna_search_docs_384").fetchone()[0] == \
+        sql.execute("SELECT count(*) FROM dna.dna_bm25_docs").fetchone()[0]
     stats = sql.execute("""
         SELECT count(*) FROM (
-            (SELECT scope, model_id, tenant, count(*)::bigint, sum(dna.bm25_doc_length(tsv))::bigint
-             FROM dna.dna_search_docs_384 GROUP BY 1, 2, 3)
-            EXCEPT
-            (SELECT scope, model_id, tenant, n_docs, total_len FROM dna.dna_bm25_stats WHERE n_docs > 0)) AS x""").fetchone()[0]
+            SELECT p.scope, p.model_id, p.tenant, p.n, p.len, st.n_docs, st.total_len
+            FROM (SELECT scope, model_id, tenant, count(*)::bigint AS n, sum(dna.bm25_doc_length(tsv))::bigint AS len
+                  FROM dna.dna_search_docs_384 WHERE tenant = '' GROUP BY 1, 2, 3) AS p,
+                 LATERAL dna.bm25_stats(p.scope, p.model_id, p.tenant) AS st
+            WHERE (st.n_docs, st.total_len) IS DISTINCT FROM (p.n, p.len)) AS x""").fetchone()[0]
     assert stats == 0
 
 
-def test_statistics_follow_updates_and_deletes(sql, simple_scope):
+def _compact(sql, full: bool = False):
+    out = sql.execute("SELECT dna.bm25_compact(full_merge => %s)", (full,)).fetchone()[0]
+    assert all(p["status"] == "ok" for p in out["partitions"]), out
+    return out
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["memtable", "sealed"])
+def test_statistics_follow_updates_and_deletes(sql, simple_scope, sealed):
+    """Every write keeps postings, N and avglen exact, whether the documents it changes are in the
+    memtable or sealed in a segment (tombstones), and after each compaction."""
     tokens = dict(SIMPLE_TOKENS)
     assert _stats(sql, "s") == (5, sum(len(t) for t in tokens.values()))
     _postings_are_exact(sql)
+    if sealed:
+        _compact(sql)
+        assert sql.execute("SELECT count(*) FROM dna.dna_bm25_postings").fetchone()[0] == 0
+        _postings_are_exact(sql)
 
     # update the text of d3: postings, df, N and avglen all follow
     assert index(sql, "s", "d3", "dog dog bird bird bird sat")["action"] == "updated"
@@ -185,6 +225,13 @@ def test_statistics_follow_updates_and_deletes(sql, simple_scope):
     _postings_are_exact(sql)
     assert _stats(sql, "s") == (3, sum(len(t) for t in tokens.values()))
     assert_scores(bm25(sql, "s", "cat bird sat dog"), bm25_reference(tokens, ["cat", "bird", "sat", "dog"], K1, B))
+    if sealed:
+        assert sql.execute("SELECT count(*) FROM dna.dna_bm25_tombstones").fetchone()[0] == 3  # d3, d1, d5
+        _compact(sql, full=True)                       # the merge drops tombstoned postings
+        assert sql.execute("SELECT count(*) FROM dna.dna_bm25_tombstones").fetchone()[0] == 0
+        assert sql.execute("SELECT count(*) FROM dna.dna_bm25_tombstone_terms").fetchone()[0] == 0
+        _postings_are_exact(sql)
+        assert _stats(sql, "s") == (3, sum(len(t) for t in tokens.values()))
 
     # a plain SQL UPDATE / DELETE on the table is covered by the trigger too
     sql.execute("UPDATE dna.dna_search_docs_384 SET body = 'mat mat' WHERE scope = 's' AND name = 'd4'")
@@ -193,7 +240,8 @@ def test_statistics_follow_updates_and_deletes(sql, simple_scope):
     assert_scores(bm25(sql, "s", "mat dog"), bm25_reference(tokens, ["mat", "dog"], K1, B))
 
     sql.execute("TRUNCATE dna.dna_search_docs_384")
-    assert sql.execute("SELECT count(*) FROM dna.dna_bm25_postings").fetchone()[0] == 0
+    for table in ("postings", "chunks", "segments", "docs", "forward", "tombstones", "tombstone_terms"):
+        assert sql.execute(f"SELECT count(*) FROM dna.dna_bm25_{table}").fetchone()[0] == 0, table
     assert _stats(sql, "s")[0] == 0
     assert bm25(sql, "s", "mat") == {}
 

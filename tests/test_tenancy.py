@@ -140,8 +140,9 @@ def _without_query(thing):
 
 def test_rls_enabled_and_forced_on_every_data_table(sql):
     tables = protected_tables(sql)
-    assert {"dna.dna_instances", "dna.dna_versions", "dna.dna_bm25_postings", "dna.dna_bm25_stats",
-            "dna.dna_search_docs_384", "dna.dna_search_docs_3072"} <= set(tables)
+    assert {"dna.dna_instances", "dna.dna_versions", "dna.dna_bm25_postings", "dna.dna_bm25_chunks",
+            "dna.dna_bm25_segments", "dna.dna_bm25_docs", "dna.dna_bm25_forward", "dna.dna_bm25_tombstones",
+            "dna.dna_bm25_tombstone_terms", "dna.dna_search_docs_384", "dna.dna_search_docs_3072"} <= set(tables)
     for t in tables:
         enabled, forced = sql.execute("SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass",
                                       (t,)).fetchone()
@@ -158,12 +159,16 @@ def test_rls_enabled_and_forced_on_every_data_table(sql):
 # -- raw SELECTs -----------------------------------------------------------------------------
 
 
+# Filled by compaction and by removals of sealed documents only (test_compaction_stays_in_the_callers_partitions).
+SEALED_ONLY = ("dna.dna_bm25_chunks", "dna.dna_bm25_segments", "dna.dna_bm25_tombstones", "dna.dna_bm25_tombstone_terms")
+
+
 def test_bob_and_owner_select_nothing_of_alices_personal_rows(world):
     alice = world("alice")
     seed_personal_raw(alice, "alice-diary", f"my {SECRET} diary entry")
     # alice sees her own rows in every table
     for t in protected_tables(world.admin):
-        if t.endswith(("_768", "_1024", "_1536", "_3072")):
+        if t.endswith(("_768", "_1024", "_1536", "_3072")) or t in SEALED_ONLY:
             continue
         assert one(alice, f"SELECT count(*) FROM {t} WHERE tenant = %s", (ALICE,)) >= 1, t
     for who in ("bob", "owner", "carol", "svc", "nobody"):
@@ -176,6 +181,33 @@ def test_bob_and_owner_select_nothing_of_alices_personal_rows(world):
 
 
 # -- verb helpers ----------------------------------------------------------------------------
+
+
+def test_compaction_stays_in_the_callers_partitions(world):
+    """Alice's compaction seals her personal partition; its segments, chunks and tombstones are as
+    private as her documents, and another role's compaction neither sees nor touches them."""
+    alice = world("alice")
+    for i in range(3):
+        seed_personal_raw(alice, f"alice-note-{i}", f"my {SECRET} note number {i}")
+    out = one(alice, "SELECT dna.bm25_compact()")
+    assert {p["tenant"] for p in out["partitions"]} == {ALICE} and out["partitions"][0]["status"] == "ok"
+    alice.execute("UPDATE dna.dna_search_docs_384 SET body = 'rewritten zebra note' WHERE tenant = %s AND name = %s",
+                  (ALICE, "alice-note-0"))
+    for t in SEALED_ONLY:
+        assert one(alice, f"SELECT count(*) FROM {t} WHERE tenant = %s", (ALICE,)) >= 1, t
+    before = rows(alice, "SELECT name, score FROM dna.bm25(%s, %s, %s, personal => true, exact => true)",
+                  (S, f"{SECRET} note zebra", MODEL))
+    assert len(before) == 3
+    for who in ("bob", "owner", "carol", "svc"):
+        conn = world(who)
+        for t in SEALED_ONLY + ("dna.dna_bm25_docs", "dna.dna_bm25_forward", "dna.dna_bm25_postings"):
+            assert_no_leak(rows(conn, f"SELECT * FROM {t}"))
+        got = one(conn, "SELECT dna.bm25_compact(full_merge => true)")
+        assert_no_leak(got)
+        assert_no_leak(one(conn, "SELECT dna.bm25_storage()"))
+    assert one(alice, "SELECT count(*) FROM dna.dna_bm25_tombstones WHERE tenant = %s", (ALICE,)) == 1
+    assert rows(alice, "SELECT name, score FROM dna.bm25(%s, %s, %s, personal => true, exact => true)",
+                (S, f"{SECRET} note zebra", MODEL)) == before
 
 
 def remember(conn, summary, *, personal=False, tenant="", name=None, now=NOW, scope=S):
@@ -313,13 +345,12 @@ def test_no_function_naming_alices_partition_reveals_it(seeded):
         # Internal helpers without a door of their own return nothing of alice's (row-level security).
         assert one(conn, "SELECT dna.memory_specs(%s, 'Engram', %s, %s)", (S, ALICE, secret_name)) in ({}, None)
         assert_no_leak(one(conn, "SELECT dna.memory_recorded_at(%s, 'Engram', %s, %s)", (S, ALICE, secret_name)))
-        if one(conn, "SELECT to_regproc('dna.bm25_scores') IS NULL"):
-            continue
         terms = one(conn, "SELECT dna.bm25_terms(%s)", (f"{SECRET} zebra diary",))
         alice_docs = {r[0] for r in rows(seeded.admin, "SELECT doc_id FROM dna.dna_search_docs_384 WHERE tenant = %s", (ALICE,))}
-        scored = {r[0] for r in rows(conn, "SELECT * FROM dna.bm25_scores(%s, %s, %s, %s, 100, 10, 0.9, 0.4)",
-                                     (S, MODEL, ALICE, terms))}
-        assert alice_docs and not scored & alice_docs
+        for exhaustive in (False, True):
+            scored = {r[0] for r in rows(conn, "SELECT doc_id FROM dna.bm25_lane(%s, %s, %s, %s, 1.2, 0.4, 100, "
+                                               "exhaustive => %s)", (S, MODEL, ALICE, terms, exhaustive))}
+            assert alice_docs and not scored & alice_docs
         assert_no_leak(conn.notices)
 
 
@@ -357,8 +388,10 @@ def test_raw_sql_cannot_touch_alices_rows(seeded):
 
 
 def test_planner_statistics_do_not_leak(seeded):
+    seeded.admin.execute("SELECT dna.bm25_compact()")
     seeded.admin.execute("ANALYZE dna.dna_instances, dna.dna_versions, dna.dna_search_docs_384, "
-                         "dna.dna_bm25_postings, dna.dna_bm25_stats")
+                         "dna.dna_bm25_postings, dna.dna_bm25_chunks, dna.dna_bm25_segments, dna.dna_bm25_docs, "
+                         "dna.dna_bm25_forward")
     for who in OTHERS:
         conn = seeded(who)
         stats = rows(conn, "SELECT * FROM pg_stats WHERE schemaname = 'dna'")
@@ -557,7 +590,7 @@ def _snapshot(dsn):
 def test_downgrade_removes_exactly_the_tenancy_revision(empty_dsn):
     from pydna import migrate
 
-    migrate.upgrade(empty_dsn, "0009_tenancy")
+    migrate.upgrade(empty_dsn)                     # head, then down through 0010_scale and 0009_tenancy
     full = _snapshot(empty_dsn)
     assert "dna.current_identity()" in full[0] and {"dna_identities", "dna_workspace_members"} <= full[1]
     assert "dna_instances:truetrue" in full[2] and "dna_tenant_isolation@dna.dna_instances" in full[3]
@@ -575,7 +608,7 @@ def test_downgrade_removes_exactly_the_tenancy_revision(empty_dsn):
             assert state == "42501", query
         assert one(conn, "SELECT dna.recall('s', 'x', tenant => 'ws-a')")["hits"] == []
     migrate.upgrade(empty_dsn)
-    assert _snapshot(empty_dsn)[0] >= full[0] and _snapshot(empty_dsn)[2:] == full[2:]
+    assert _snapshot(empty_dsn) == full
 
 
 def test_tenancy_prints_in_sql_mode():

@@ -229,11 +229,13 @@ CREATE TYPE dna.search_hit AS (
 COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding; personal = the hit is in a personal partition (tenant personal:<oid>).';
 """)
     op.execute(_BM25)
-    op.execute(read_sql("bm25.sql"))  # before the width tables: their triggers call dna.bm25_maintain()
+    # bm25.sql and search.sql as released with this revision (0010_scale replaced them).
+    op.execute(read_sql("bm25.sql", frozen_in=revision))  # before the width tables: their triggers call dna.bm25_maintain()
     for dims in WIDTHS:
         op.execute(_search_table(dims))
-    for name in ("embedding.sql", "fusion.sql", "search.sql"):
+    for name in ("embedding.sql", "fusion.sql"):
         op.execute(read_sql(name))
+    op.execute(read_sql("search.sql", frozen_in=revision))
 
 
 def downgrade() -> None:

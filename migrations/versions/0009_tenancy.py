@@ -106,11 +106,11 @@ def _text(sql: str):
 def upgrade() -> None:
     op.execute(_text(MAPS))
     for name in PLANE_FILES:
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (0010_scale replaced tenancy.sql)
     op.execute(PROTECT)
 
 
 def downgrade() -> None:
     op.execute(UNPROTECT)
-    op.execute(drop_plane_functions(PLANE_FILES))
+    op.execute(drop_plane_functions(PLANE_FILES, frozen_in=revision))
     op.execute("DROP TABLE dna.dna_workspace_members; DROP TABLE dna.dna_identities;")
