@@ -4,6 +4,8 @@
     dna db status [--json]            # server, versions, revision applied vs head, rows per table/model
     dna db upgrade [--sql]            # migrate to head, or print the SQL for a DBA (no server needed)
     dna db stop                       # stop the embedded server
+    dna db compact [--scope S]        # operator: compact the BM25 index (dna.bm25_compact)
+    dna db vector-index drop|build    # operator: drop / build a width's HNSW index (bulk loads)
     dna index PATH... --scope S       # markdown/text files, directories, JSONL
     dna recall QUERY --scope S        # hybrid search (alias: dna search)
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator, Optional
@@ -35,6 +37,8 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:  # imported lazily: `dna --help` and `dna db upgrade --sql` stay light
+    from rich.progress import Progress
+
     from pydna.client import Client, Record
 
 ENV_DSN = "DNA_DATABASE_URL"
@@ -351,6 +355,125 @@ def db_stop() -> None:
         stdout().print(f"the embedded PostgreSQL under {escape(str(home))} is not running", soft_wrap=True)
 
 
+@db_app.command("compact")
+def db_compact(
+    ctx: typer.Context,
+    scope: Annotated[Optional[str], typer.Option(
+        "--scope", "-s", help="Only this scope (default: every scope).", show_default=False)] = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Merge each partition into one segment (fastest queries; after a bulk load).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print dna.bm25_compact's report as JSON only.")] = False,
+) -> None:
+    """Compact the BM25 index (dna.bm25_compact): seal the memtable into segments and merge them.
+
+    Maintenance an operator runs on purpose (`dna index` runs it for its scope): it changes no
+    answer, it keeps the lexical lane fast after many writes. Idempotent, safe beside reads and
+    writes, one transaction.
+    """
+    import psycopg
+
+    from pydna import maintenance
+    from pydna.client import check_migrated
+
+    with psycopg.connect(database_dsn(ctx), autocommit=True) as conn:
+        check_migrated(conn)
+        report = maintenance.compact(conn, scope, full_merge=full)
+    if as_json:
+        _echo_json(report)
+        return
+    out = stdout()
+    for line in maintenance.compaction_lines(report):
+        out.print(f"BM25 compacted: {escape(line)}", soft_wrap=True)
+
+
+vector_index_app = typer.Typer(
+    help="Drop or build the HNSW index of one width table (bulk loads: drop, load, build; see docs/bulk-load.md).",
+    no_args_is_help=True,
+)
+db_app.add_typer(vector_index_app, name="vector-index")
+
+WidthOpt = Annotated[int, typer.Option(
+    "--width", min=1, help="Embedding width of the search table (dna.dna_search_docs_<width>).")]
+
+
+def _vector_index_command(ctx: typer.Context, action, as_json: bool, **kw) -> Any:
+    """Run ``action(conn, **kw)`` of pydna.maintenance on the CLI's database; a width without a
+    table is a one-line error. Returns the VectorIndexResult (printed as JSON under ``--json``)."""
+    import psycopg
+
+    from pydna.client import check_migrated
+
+    with psycopg.connect(database_dsn(ctx), autocommit=True) as conn:
+        check_migrated(conn)
+        try:
+            result = action(conn, **kw)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    if as_json:
+        _echo_json(asdict(result))
+    return result
+
+
+@vector_index_app.command("drop")
+def vector_index_drop(
+    ctx: typer.Context,
+    width: WidthOpt = 384,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON only.")] = False,
+) -> None:
+    """Drop dna.dna_search_docs_<width>_embedding_hnsw (IF EXISTS).
+
+    The dense lane of that width then does exact scans (every row's distance: exact answers, slower
+    on large tables) until `dna db vector-index build`. Load first, build after: pgvector builds
+    the graph much faster over loaded rows than it maintains it row by row.
+    """
+    from pydna import maintenance
+
+    result = _vector_index_command(ctx, maintenance.drop_vector_index, as_json, width=width)
+    if as_json:
+        return
+    what = f"dropped {result.index}" if result.changed else f"{result.index} does not exist (nothing to drop)"
+    stdout().print(f"{escape(what)}: the dense lane of dna.dna_search_docs_{width} does exact scans until "
+                   f"`dna db vector-index build --width {width}`", soft_wrap=True)
+
+
+@vector_index_app.command("build")
+def vector_index_build(
+    ctx: typer.Context,
+    width: WidthOpt = 384,
+    maintenance_work_mem: Annotated[str, typer.Option(
+        "--maintenance-work-mem", help="maintenance_work_mem for the build (a PostgreSQL memory value); "
+                                       "the build is fastest when the graph fits in it.")] = "1GB",
+    workers: Annotated[int, typer.Option(
+        "--workers", min=0, help="max_parallel_maintenance_workers for the build (processes besides the "
+                                 "leader; capped by max_parallel_workers and max_worker_processes).")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON only.")] = False,
+) -> None:
+    """Build dna.dna_search_docs_<width>_embedding_hnsw as revision 0001 defines it (IF NOT EXISTS).
+
+    HNSW vector_cosine_ops for widths up to 2000, (embedding::halfvec(W)) halfvec_cosine_ops above.
+    The settings hold for this transaction only. Reads go on during the build; writes to that width
+    wait for it.
+    """
+    from pydna import maintenance
+
+    result = _vector_index_command(ctx, maintenance.build_vector_index, as_json, width=width,
+                                   maintenance_work_mem=maintenance_work_mem, workers=workers)
+    if as_json:
+        return
+    out = stdout()
+    if not result.changed:
+        out.print(f"{escape(result.index)} already exists (nothing built)", soft_wrap=True)
+    else:
+        out.print(f"built {escape(result.index)} ({result.state['bytes'] // 1024} KiB) with "
+                  + escape(", ".join(f"{k} = {v}" for k, v in result.settings.items())), soft_wrap=True)
+    if result.state and not result.state["valid"]:
+        stderr().print(Text(f"{result.index} is INVALID (a failed concurrent build): drop it and build it again",
+                            style="yellow"), soft_wrap=True)
+    for notice in result.notices:
+        if "already exists" not in notice:
+            stderr().print(Text(notice, style="yellow"), soft_wrap=True)
+
+
 def _applied_revision(dsn: str) -> str | None:
     import psycopg
 
@@ -609,44 +732,41 @@ def _walk(directory: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
 
 
-def collect_records(paths: list[Path], kind: str, tenant: str) -> tuple[list["Record"], dict[str, int]]:
-    """Read and check every input before anything is written. Raises ``CliError`` for a missing
-    path, an unreadable or invalid JSONL line (with its line number), an empty document, a document
-    above the server's size limit, or two inputs with the same (kind, name, tenant)."""
-    records: list[tuple[Record, str]] = []
-    stats = {"files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": []}
-    for path in paths:
-        if not path.exists():
-            raise CliError(f"{path}: no such file or directory")
-        if path.is_dir():
-            files = _walk(path)
-            if not files:
-                raise CliError(f"{path}: no {', '.join('*' + s for s in TEXT_SUFFIXES)} files in this directory")
-            found = 0
-            for f in files:
-                record = _file_record(f, f.relative_to(path).as_posix(), kind, tenant, skip_empty=True)
-                if record is None:
-                    stats["skipped_empty"].append(str(f))
-                    continue
-                records.append((record, str(f)))
-                found += 1
-            if not found:
-                raise CliError(f"{path}: every file in this directory is empty (nothing to index)")
-            stats["files"] += found
-        elif path.suffix.lower() in JSONL_SUFFIXES:
-            before = len(records)
-            records.extend(_jsonl_records(path, kind, tenant))
-            if len(records) == before:
-                raise CliError(f"{path}: no records (the JSONL file is empty)")
-            stats["jsonl_files"] += 1
-            stats["jsonl_records"] += len(records) - before
-        elif path.is_file():
-            records.append((_file_record(path, path.name, kind, tenant), str(path)))
-            stats["files"] += 1
-        else:
-            raise CliError(f"{path}: not a regular file or directory")
+@dataclass
+class IndexInputs:
+    """The checked inputs of one ``dna index``: ``count`` documents from ``sources`` (a text file:
+    ``(path, name)``; a JSONL file: ``(path, None)``). Only their keys were kept by the check;
+    :meth:`records` reads them again, so a large load streams through ``Client.index`` one batch at
+    a time instead of holding every text in memory."""
+
+    kind: str
+    tenant: str
+    sources: list[tuple[Path, str | None]] = field(default_factory=list)
+    count: int = 0
+    stats: dict[str, Any] = field(default_factory=lambda: {
+        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": []})
+
+    def records(self) -> Iterator["Record"]:
+        """The records, in input order (a file emptied since the check is skipped)."""
+        for path, name in self.sources:
+            if name is None:
+                yield from (record for record, _ in _jsonl_records(path, self.kind, self.tenant))
+            else:
+                record = _file_record(path, name, self.kind, self.tenant, skip_empty=True)
+                if record is not None:
+                    yield record
+
+
+def collect_records(paths: list[Path], kind: str, tenant: str) -> IndexInputs:
+    """Read and check every input before anything is written; returns the ``IndexInputs`` to
+    stream (``.records()``, ``.count``, ``.stats``). Raises ``CliError`` for a missing path, an
+    unreadable or invalid JSONL line (with its line number), an empty document, a document above the
+    server's size limit, or two inputs with the same (kind, name, tenant)."""
+    inputs = IndexInputs(kind, tenant)
+    stats = inputs.stats
     seen: dict[tuple[str, str, str], str] = {}
-    for record, where in records:
+
+    def check(record: "Record", where: str) -> None:
         size = len(record.body.encode("utf-8")) + len((record.title or "").encode("utf-8"))
         if size > MAX_DOCUMENT_BYTES:
             raise CliError(f"{where}: document {record.name!r} is {size} bytes; the limit is "
@@ -656,7 +776,53 @@ def collect_records(paths: list[Path], kind: str, tenant: str) -> tuple[list["Re
             raise CliError(f"{where}: duplicate document {record.kind}/{record.name}"
                            f"{' tenant ' + record.tenant if record.tenant else ''} (also from {seen[key]})")
         seen[key] = where
-    return [r for r, _ in records], stats
+        inputs.count += 1
+
+    for path in paths:
+        if not path.exists():
+            raise CliError(f"{path}: no such file or directory")
+        if path.is_dir():
+            files = _walk(path)
+            if not files:
+                raise CliError(f"{path}: no {', '.join('*' + s for s in TEXT_SUFFIXES)} files in this directory")
+            found = 0
+            for f in files:
+                name = f.relative_to(path).as_posix()
+                record = _file_record(f, name, kind, tenant, skip_empty=True)
+                if record is None:
+                    stats["skipped_empty"].append(str(f))
+                    continue
+                check(record, str(f))
+                inputs.sources.append((f, name))
+                found += 1
+            if not found:
+                raise CliError(f"{path}: every file in this directory is empty (nothing to index)")
+            stats["files"] += found
+        elif path.suffix.lower() in JSONL_SUFFIXES:
+            before = inputs.count
+            for record, where in _jsonl_records(path, kind, tenant):
+                check(record, where)
+            if inputs.count == before:
+                raise CliError(f"{path}: no records (the JSONL file is empty)")
+            inputs.sources.append((path, None))
+            stats["jsonl_files"] += 1
+            stats["jsonl_records"] += inputs.count - before
+        elif path.is_file():
+            check(_file_record(path, path.name, kind, tenant), str(path))
+            inputs.sources.append((path, path.name))
+            stats["files"] += 1
+        else:
+            raise CliError(f"{path}: not a regular file or directory")
+    return inputs
+
+
+def _progress_bar() -> "Progress":
+    """A transient progress bar on stderr (documents done / total, elapsed): stdout stays the
+    command's output (JSON under ``--json``); without a terminal rich draws nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=stderr(), transient=True)
 
 
 @app.command("index")
@@ -671,52 +837,73 @@ def index(
         "--kind", help="Kind of file documents, and of JSONL records without one.")] = "Doc",
     tenant: Annotated[str, typer.Option(
         "--tenant", help="Tenant ('' = the shared base); JSONL records may set their own.")] = "",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents per batch.")] = 64,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Documents per batch (one COPY + dna.index_staged transaction).")] = 2000,
+    compact: Annotated[bool, typer.Option(
+        "--compact/--no-compact", help="Afterwards, compact the scope's BM25 index (dna.bm25_compact, "
+                                       "its own transaction; it changes no answer).")] = True,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
     """Index markdown/text files, directories and JSONL files into a scope.
 
     Unchanged text is never re-embedded. Every input is read and checked before anything is
-    written; each batch is written atomically.
+    written; then the documents stream through in batches, each written atomically (retried on a
+    deadlock or serialization failure), with a progress bar on stderr. Then the scope's BM25 index
+    is compacted (dna.bm25_compact) unless --no-compact.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from pydna import maintenance
 
-    records, stats = collect_records(paths, kind, tenant)
+    inputs = collect_records(paths, kind, tenant)
+    stats = inputs.stats
     client, choice = open_client(ctx, embedder)
-    note = announce_embedder(choice, as_json)
+    announce_embedder(choice, as_json)
     try:
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                      MofNCompleteColumn(), TimeElapsedColumn(), console=stderr(), transient=True) as bar:
-            task = bar.add_task("indexing", total=len(records))
-            report = client.index(scope, records, batch_size=batch_size,
-                                  on_progress=lambda n: bar.advance(task, n))
+        with _progress_bar() as bar:
+            task = bar.add_task("indexing", total=inputs.count)
+            report = client.index(scope, inputs.records(), batch_size=batch_size,
+                                  progress=lambda done, _total: bar.update(task, completed=done))
+        compaction = compaction_error = None
+        if compact:
+            try:
+                compaction = maintenance.compact(client.conn, scope)
+            except Exception as exc:  # the documents are written: say so, then fail
+                compaction_error = describe_error(exc)
+                if compaction_error is None:
+                    raise
     finally:
         client.close()
     summary = {
         "scope": scope, "model_id": choice.provider.model_id, "embedder": choice.description,
-        "records": len(records), "files": stats["files"], "jsonl_records": stats["jsonl_records"],
+        "records": inputs.count, "files": stats["files"], "jsonl_records": stats["jsonl_records"],
         "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
         "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,
         "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"],
+        "compaction": compaction,
     }
     for skipped in stats["skipped_empty"]:
         stderr().print(Text(f"skipped {skipped}: empty file", style="yellow"), soft_wrap=True)
     if as_json:
         _echo_json(summary)
-        return
-    out = stdout()
-    sources = []
-    if stats["files"]:
-        sources.append(f"{stats['files']} file{'s' if stats['files'] != 1 else ''}")
-    if stats["jsonl_records"]:
-        sources.append(f"{stats['jsonl_records']} JSONL record{'s' if stats['jsonl_records'] != 1 else ''}")
-    out.print(f"indexed {len(records)} documents ({', '.join(sources)}) into scope "
-              f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
-    out.print(f"  inserted {report.inserted} · updated {report.updated} · "
-              f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
-    out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
-              soft_wrap=True)
+    else:
+        out = stdout()
+        sources = []
+        if stats["files"]:
+            sources.append(f"{stats['files']} file{'s' if stats['files'] != 1 else ''}")
+        if stats["jsonl_records"]:
+            sources.append(f"{stats['jsonl_records']} JSONL record{'s' if stats['jsonl_records'] != 1 else ''}")
+        out.print(f"indexed {inputs.count} documents ({', '.join(sources)}) into scope "
+                  f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
+        out.print(f"  inserted {report.inserted} · updated {report.updated} · "
+                  f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
+        out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
+                  soft_wrap=True)
+        if compaction is not None:
+            for line in maintenance.compaction_lines(compaction):
+                out.print(f"  BM25 compacted: {escape(line)}", soft_wrap=True)
+    if compaction_error is not None:
+        raise CliError(f"the documents are indexed, but compacting the BM25 index failed: {compaction_error}; "
+                       f"run `dna db compact --scope {scope}`")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,12 +6,18 @@ adds embeddings, batching and typed results, never ranking logic.
 from __future__ import annotations
 
 import os
+import random
+import time
+import uuid
+from collections.abc import Sized
 from contextlib import contextmanager
 from datetime import datetime
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 
@@ -21,6 +27,25 @@ from pydna.embeddings.base import EmbeddingPort
 
 class NotMigratedError(RuntimeError):
     """The database lacks the pydna schema, or is behind this package's head revision."""
+
+
+def check_migrated(conn: psycopg.Connection) -> None:
+    """Raise ``NotMigratedError`` (naming `dna db upgrade`, or an upgrade of this package when the
+    database is newer) unless the database behind ``conn`` is at this package's head revision."""
+    applied = migrate.current(conn)
+    want = migrate.head()
+    if applied is None:
+        raise NotMigratedError("this database has no pydna schema: run `dna db upgrade` "
+                               "(or `alembic upgrade head`) first")
+    if applied != want:
+        from alembic.script import ScriptDirectory
+
+        known = {r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()}
+        if applied not in known:
+            raise NotMigratedError(f"this database is at revision {applied}, newer than this pydna "
+                                   f"(head {want}): upgrade the pydna package")
+        raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
+                               "run `dna db upgrade`")
 
 
 def kinds_arg(kinds: str | Sequence[str] | None) -> list[str] | None:
@@ -119,13 +144,21 @@ class IndexReport:
         return self.inserted + self.updated + self.embedded + self.unchanged
 
 
-_INDEX_SQL = """
-SELECT dna.index_document(%(scope)s, d.kind, d.name, d.body, d.embedding, %(model_id)s, d.title, d.tenant, d.snippet)
-FROM unnest(%(kinds)s::text[], %(names)s::text[], %(bodies)s::text[], %(embeddings)s::vector[],
-            %(titles)s::text[], %(tenants)s::text[], %(snippets)s::text[]) WITH ORDINALITY
-     AS d(kind, name, body, embedding, title, tenant, snippet, ord)
-ORDER BY d.ord
-"""
+#: SQLSTATEs of a transaction the server aborted only because of other transactions (deadlock_detected,
+#: serialization_failure): ``Client.index`` retries its batch on them, which is safe because indexing
+#: is idempotent by text hash.
+RETRY_SQLSTATES = frozenset({"40P01", "40001"})
+
+_STAGE_COPY = ("COPY dna.dna_index_staging (batch, ord, kind, name, title, body, snippet, embedding) "
+               "FROM STDIN (FORMAT BINARY)")
+_STAGE_TYPES = ["uuid", "int4", "text", "text", "text", "text", "text", "vector"]
+_INDEX_STAGED_SQL = "SELECT action FROM dna.index_staged(%s, %s, %s, %s)"
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based) of an aborted batch: exponential from
+    50 ms, capped at 2 s, with ±50 % jitter so that writers that collided do not collide again."""
+    return min(2.0, 0.05 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
 
 
 class Client:
@@ -150,20 +183,7 @@ class Client:
         self.close()
 
     def _check_migrated(self) -> None:
-        applied = migrate.current(self.conn)
-        want = migrate.head()
-        if applied is None:
-            raise NotMigratedError("this database has no pydna schema: run `dna db upgrade` "
-                                   "(or `alembic upgrade head`) first")
-        if applied != want:
-            from alembic.script import ScriptDirectory
-
-            known = {r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()}
-            if applied not in known:
-                raise NotMigratedError(f"this database is at revision {applied}, newer than this pydna "
-                                       f"(head {want}): upgrade the pydna package")
-            raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
-                                   "run `dna db upgrade`")
+        check_migrated(self.conn)
 
     @property
     def memory(self):
@@ -181,53 +201,100 @@ class Client:
     # -- search plane ------------------------------------------------------------------------
 
     def index(self, scope: str, records: Iterable[Record | Mapping[str, Any]], *, kind: str | None = None,
-              tenant: str = "", batch_size: int = 64, model_id: str | None = None,
-              on_progress: Callable[[int], None] | None = None) -> IndexReport:
-        """Upsert ``records`` into ``scope`` in batches of ``batch_size``. Only documents whose text
-        changed (or that have no vector yet) are embedded (``dna.stale_documents``). Each batch is one
-        statement: a bad record fails its batch with the database's error and writes nothing of it."""
+              tenant: str = "", batch_size: int = 2000, model_id: str | None = None,
+              on_progress: Callable[[int], None] | None = None,
+              progress: Callable[[int, int | None], None] | None = None, retries: int = 4) -> IndexReport:
+        """Upsert ``records`` (``Record`` or mappings with kind, name/_id, title, body/text, tenant,
+        snippet) into ``scope``, ``batch_size`` documents at a time; returns the counts.
+
+        Only documents whose text changed, or that have no vector yet, are embedded: each batch is
+        checked with ``dna.stale_documents`` first. Each batch is then written in one transaction:
+        its rows are COPied (binary) into ``dna.dna_index_staging`` and ``dna.index_staged`` upserts
+        them, one call per tenant of the batch. A bad record (blank kind/name, text over 1,000,000
+        bytes, the same kind/name twice in a batch, a tenant you may not write) fails its batch with
+        the server's error (``psycopg.Error``, SQLSTATE 22023, 22001, 42501, ...) and writes nothing
+        of that batch; the batches before it stay written.
+
+        A batch the server aborts with SQLSTATE 40P01 (deadlock) or 40001 (serialization failure) is
+        retried up to ``retries`` times (``retry_delay``: 50 ms doubling to 2 s, jittered) without
+        embedding again; that is safe because indexing is idempotent by text hash. The retry needs
+        the batch's transaction to be the outermost one: inside a transaction of the caller the error
+        propagates. ``model_id``: default the embedder's; another model_id indexes lexically (no
+        vectors). After each written batch ``on_progress(documents in the batch)`` and
+        ``progress(documents written so far, total)`` are called; ``total`` is ``len(records)``,
+        or None when ``records`` has no length (a generator)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         report = IndexReport()
         model = model_id or self.model_id
-        if self.embedder is not None and model == self.embedder.model_id:
+        embeds = self.embedder is not None and model == self.embedder.model_id
+        if embeds:
             # Once per call: stale_documents needs the model known even before its first vector.
             self.conn.execute("SELECT dna.register_model(%s, %s)", (model, self.embedder.dims))
-        batch: list[Record] = []
-        for item in records:
-            batch.append(Record.coerce(item, kind=kind, tenant=tenant))
-            if len(batch) >= batch_size:
-                self._index_batch(scope, model, batch, report)
-                if on_progress:
-                    on_progress(len(batch))
-                batch = []
-        if batch:
-            self._index_batch(scope, model, batch, report)
+        total = len(records) if isinstance(records, Sized) else None
+        done = 0
+        items = iter(records)
+        while True:
+            batch = [Record.coerce(item, kind=kind, tenant=tenant) for item in islice(items, batch_size)]
+            if not batch:
+                return report
+            embeddings = self._embed_stale(scope, model, batch, report) if embeds else [None] * len(batch)
+            self._write_batch(scope, model, batch, embeddings, report, retries)
+            done += len(batch)
             if on_progress:
                 on_progress(len(batch))
-        return report
+            if progress:
+                progress(done, total)
 
-    def _index_batch(self, scope: str, model_id: str, batch: list[Record], report: IndexReport) -> None:
-        cols = {
-            "kinds": [r.kind for r in batch], "names": [r.name for r in batch],
-            "titles": [r.title for r in batch], "bodies": [r.body for r in batch],
-            "tenants": [r.tenant for r in batch], "snippets": [r.snippet for r in batch],
-        }
+    def _embed_stale(self, scope: str, model_id: str, batch: list[Record], report: IndexReport) -> list[Vector | None]:
+        """Vectors for the records of ``batch`` that ``dna.stale_documents`` names, None for the rest."""
+        stale = [row[0] for row in self.conn.execute(
+            "SELECT dna.stale_documents(%s, %s, %s, %s, %s, %s, %s)",
+            (scope, model_id, [r.kind for r in batch], [r.name for r in batch], [r.title for r in batch],
+             [r.body for r in batch], [r.tenant for r in batch]))]
         embeddings: list[Vector | None] = [None] * len(batch)
-        if self.embedder is not None and model_id == self.embedder.model_id:
-            stale = [row[0] for row in self.conn.execute(
-                "SELECT dna.stale_documents(%s, %s, %s, %s, %s, %s, %s)",
-                (scope, model_id, cols["kinds"], cols["names"], cols["titles"], cols["bodies"], cols["tenants"]))]
-            if stale:
-                texts = [" ".join(p for p in (batch[i - 1].title, batch[i - 1].body) if p) for i in stale]
-                vectors = self.embedder.embed(texts)
-                report.embedded_texts += len(texts)
-                for i, vec in zip(stale, vectors):
-                    embeddings[i - 1] = Vector([float(x) for x in vec])
-        with self.conn.transaction():
-            rows = self.conn.execute(_INDEX_SQL, {"scope": scope, "model_id": model_id,
-                                                  "embeddings": embeddings, **cols}).fetchall()
-        for (result,) in rows:
-            setattr(report, result["action"], getattr(report, result["action"]) + 1)
-            report.tables.add(result["table"])
+        if stale:
+            texts = [" ".join(p for p in (batch[i - 1].title, batch[i - 1].body) if p) for i in stale]
+            vectors = self.embedder.embed(texts)
+            report.embedded_texts += len(texts)
+            for i, vec in zip(stale, vectors):
+                embeddings[i - 1] = Vector([float(x) for x in vec])
+        return embeddings
+
+    def _write_batch(self, scope: str, model_id: str, batch: list[Record], embeddings: list[Vector | None],
+                     report: IndexReport, retries: int) -> None:
+        """COPY ``batch`` into the staging table and upsert it with ``dna.index_staged``, one staged
+        batch per tenant, all in one transaction; retried on 40P01/40001 (see ``index``)."""
+        by_tenant: dict[str, list[int]] = {}
+        for i, r in enumerate(batch):
+            by_tenant.setdefault(r.tenant, []).append(i)
+        attempt = 0
+        while True:
+            outermost = self.conn.info.transaction_status == TransactionStatus.IDLE
+            try:
+                actions: list[str] = []
+                with self.conn.transaction(), self.conn.cursor() as cur:
+                    for tenant, positions in by_tenant.items():
+                        staged = uuid.uuid4()
+                        with cur.copy(_STAGE_COPY) as copy:
+                            copy.set_types(_STAGE_TYPES)
+                            for ord_, i in enumerate(positions, start=1):
+                                r = batch[i]
+                                copy.write_row((staged, ord_, r.kind, r.name, r.title, r.body, r.snippet,
+                                                embeddings[i]))
+                        actions += [a for (a,) in cur.execute(_INDEX_STAGED_SQL,
+                                                              (scope, staged, model_id, tenant)).fetchall()]
+                break
+            except psycopg.Error as exc:
+                attempt += 1
+                if exc.sqlstate not in RETRY_SQLSTATES or not outermost or attempt > retries:
+                    raise
+                time.sleep(retry_delay(attempt))
+        for action in actions:
+            setattr(report, action, getattr(report, action) + 1)
+        if not report.tables:  # the model is registered now (by its first vector, or before)
+            report.tables.add(self.conn.execute("SELECT dna.search_table(dna.model_dims(%s))::text",
+                                                (model_id,)).fetchone()[0])
 
     def search(self, scope: str, query: str, *, kind: str | Sequence[str] | None = None, k: int = 10,
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,

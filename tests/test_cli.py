@@ -389,3 +389,140 @@ def test_unknown_embedder_is_one_line_error(runner, dna_dsn, command):
     assert result.exit_code != 0
     assert "Traceback" not in result.output
     assert "openai" in result.output
+
+
+# -- dna index: batches, progress, compaction ----------------------------------------------------
+
+
+class _Terminal:
+    """Make the stderr console a terminal, so rich draws the progress bar (CliRunner's streams are not)."""
+
+    def __init__(self, monkeypatch):
+        from rich.console import Console
+
+        import pydna.cli as cli
+
+        monkeypatch.setattr(cli, "stderr", lambda: Console(stderr=True, force_terminal=True, force_interactive=True,
+                                                           width=100, highlight=False))
+
+
+def test_index_progress_bar_goes_to_stderr_and_leaves_stdout_alone(runner, dna_dsn, corpus, monkeypatch):
+    docs, jsonl = corpus
+    _Terminal(monkeypatch)
+    result = ok(_index(runner, dna_dsn, docs, jsonl, extra=("--batch-size", "2")))
+    summary = json.loads(result.stdout)  # stdout is the JSON document and nothing else
+    assert summary["records"] == 5 and summary["inserted"] == 5
+    assert "indexing" in result.stderr and "5/5" in result.stderr  # documents indexed / total
+    plain = ok(invoke(runner, "--dsn", dna_dsn, "index", docs, jsonl, "--scope", "docs", *FAKE))
+    lines = plain.stdout.splitlines()
+    assert lines[0].startswith("embedder: ")
+    assert lines[1].startswith("indexed 5 documents (3 files, 2 JSONL records) into scope docs")
+    assert lines[2].strip().startswith("inserted 0 · updated 0 · vector added to unchanged text 0 · unchanged 5")
+    assert "\x1b" not in plain.stdout and "indexing" not in plain.stdout
+
+
+def test_index_compacts_the_scope_unless_no_compact(runner, dna_dsn, corpus):
+    docs, _ = corpus
+    summary = json.loads(ok(_index(runner, dna_dsn, docs, extra=("--no-compact",))).stdout)
+    assert summary["compaction"] is None
+    with psycopg.connect(dna_dsn) as conn:  # the memtable holds the three documents
+        assert conn.execute("SELECT count(*) FROM dna.dna_bm25_docs WHERE scope = 'docs' AND seg_id IS NULL"
+                            ).fetchone()[0] == 3
+    (docs / "more.md").write_text("# More\n\nA fourth document about segments.\n", encoding="utf-8")
+    summary = json.loads(ok(_index(runner, dna_dsn, docs)).stdout)
+    [part] = summary["compaction"]["partitions"]
+    assert (part["scope"], part["status"], part["sealed_documents"]) == ("docs", "ok", 4)
+    with psycopg.connect(dna_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM dna.dna_bm25_docs WHERE scope = 'docs' AND seg_id IS NULL"
+                            ).fetchone()[0] == 0
+    plain = ok(invoke(runner, "--dsn", dna_dsn, "index", docs, "--scope", "docs", *FAKE))
+    assert "BM25 compacted: scope docs · dna-fake-hash-v1 · tenant '': sealed 0 documents" in plain.stdout
+
+
+def test_index_rejects_a_bad_batch_size(runner, dna_dsn, corpus):
+    docs, _ = corpus
+    result = invoke(runner, "--dsn", dna_dsn, "index", docs, "--scope", "docs", "--batch-size", "0", *FAKE)
+    assert result.exit_code == 2 and "batch-size" in result.stderr
+    assert _count(dna_dsn) == 0
+
+
+# -- dna db compact / dna db vector-index (operator commands) -------------------------------------
+
+
+def test_db_compact(runner, dna_dsn, corpus):
+    docs, jsonl = corpus
+    ok(_index(runner, dna_dsn, docs, jsonl, extra=("--no-compact",)))
+    before = json.loads(ok(invoke(runner, "--dsn", dna_dsn, "recall", "rank fusion lanes", "--scope", "docs",
+                                  *FAKE, "--json")).stdout)
+    report = json.loads(ok(invoke(runner, "--dsn", dna_dsn, "db", "compact", "--scope", "docs", "--json")).stdout)
+    assert [(p["scope"], p["status"], p["sealed_documents"]) for p in report["partitions"]] == [("docs", "ok", 5)]
+    after = json.loads(ok(invoke(runner, "--dsn", dna_dsn, "recall", "rank fusion lanes", "--scope", "docs",
+                                 *FAKE, "--json")).stdout)
+    assert after == before  # compaction changes no answer
+    again = ok(invoke(runner, "--dsn", dna_dsn, "db", "compact", "--full"))  # every scope; idempotent
+    assert "BM25 compacted: scope docs · dna-fake-hash-v1 · tenant '': sealed 0 documents" in again.stdout
+
+
+def test_db_compact_on_unmigrated_database(runner, empty_dsn):
+    result = invoke(runner, "--dsn", empty_dsn, "db", "compact")
+    assert result.exit_code == 1 and "dna db upgrade" in result.stderr and "Traceback" not in result.output
+
+
+def _indexdef(dsn, width):
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'dna' AND indexname = %s",
+                           (f"dna_search_docs_{width}_embedding_hnsw",)).fetchone()
+    return row[0] if row else None
+
+
+@pytest.mark.parametrize("width, opclass", [(384, "vector_cosine_ops"), (3072, "halfvec_cosine_ops")])
+def test_db_vector_index_drop_and_build(runner, dna_dsn, dna_template, pg_server, corpus, width, opclass):
+    docs, _ = corpus
+    ok(_index(runner, dna_dsn, docs))
+    migrated = _indexdef(pg_server.dsn(dna_template), width)  # as revision 0001 created it
+    assert migrated is not None and opclass in migrated and _indexdef(dna_dsn, width) == migrated
+    before = json.loads(ok(invoke(runner, "--dsn", dna_dsn, "recall", "rank fusion lanes", "--scope", "docs",
+                                  *FAKE, "--json")).stdout)
+
+    result = ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "drop", "--width", width))
+    assert f"dropped dna.dna_search_docs_{width}_embedding_hnsw" in result.stdout
+    assert "exact scans" in result.stdout
+    assert _indexdef(dna_dsn, width) is None
+    result = ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "drop", "--width", width))
+    assert "does not exist (nothing to drop)" in result.stdout
+    # The dense lane answers without the index (exact scan).
+    dropped = json.loads(ok(invoke(runner, "--dsn", dna_dsn, "recall", "rank fusion lanes", "--scope", "docs",
+                                   *FAKE, "--json")).stdout)
+    assert dropped == before and not dropped["degraded"]
+
+    result = ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "build", "--width", width,
+                       "--maintenance-work-mem", "256MB", "--workers", "0", "--json"))
+    built = json.loads(result.stdout)
+    assert built["changed"] is True and built["state"]["valid"] is True
+    assert built["settings"] == {"maintenance_work_mem": "256MB", "max_parallel_maintenance_workers": "0"}
+    assert _indexdef(dna_dsn, width) == migrated  # exactly the migration's index
+    result = ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "build", "--width", width))
+    assert "already exists (nothing built)" in result.stdout
+    with psycopg.connect(dna_dsn) as conn:  # SET LOCAL: the session's settings are untouched
+        assert conn.execute("SHOW max_parallel_maintenance_workers").fetchone()[0] == "2"
+
+
+def test_db_vector_index_build_text_output(runner, dna_dsn):
+    ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "drop"))
+    result = ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "build"))
+    assert "built dna.dna_search_docs_384_embedding_hnsw" in result.stdout
+    assert "maintenance_work_mem = 1GB, max_parallel_maintenance_workers = 1" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("build", "--width", "999"), "no search table for width 999 (widths with a table: 384, 768, 1024, 1536, 3072)"),
+    (("drop", "--width", "999"), "no search table for width 999"),
+    (("build", "--maintenance-work-mem", "lots"), "SQLSTATE 22023"),
+])
+def test_db_vector_index_bad_input_is_one_line(runner, dna_dsn, args, message):
+    ok(invoke(runner, "--dsn", dna_dsn, "db", "vector-index", "drop"))
+    result = invoke(runner, "--dsn", dna_dsn, "db", "vector-index", *args)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+    assert _indexdef(dna_dsn, 384) is None  # nothing was built
