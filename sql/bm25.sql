@@ -167,7 +167,7 @@ COMMENT ON FUNCTION dna.bm25_terms(text, regconfig) IS
 'only → empty array.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_stats(scope text, model_id text, tenant text)
-RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[])
+RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[], tombstones bigint)
 LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_variable
@@ -191,6 +191,7 @@ BEGIN
     WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts);
     n_docs := seg.n + mem.n - dead.n;
     total_len := seg.len + mem.len - dead.len;
+    tombstones := dead.n;
     shadowed := '{}';
     IF tenant <> '' AND n_docs > 0 THEN
         -- Base rows shadowed by a row of this tenant leave the partition.
@@ -217,7 +218,8 @@ $$;
 COMMENT ON FUNCTION dna.bm25_stats(text, text, text) IS
 'BM25 statistics of the partition a search reads (scope, model_id, base rows plus tenant''s rows, base '
 'rows shadowed by a tenant row removed; tenant already resolved): n_docs (N), total_len, avg_len (NULL '
-'when empty) and the doc_ids of the shadowed base rows. Sums over segments, memtable and tombstones.';
+'when empty), the doc_ids of the shadowed base rows and the number of tombstones (removed sealed '
+'documents not yet merged away). Sums over segments, memtable and tombstones.';
 
 DROP FUNCTION IF EXISTS dna.bm25_partition_stats(text, text, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, tenant text DEFAULT '',
@@ -225,7 +227,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_partition_stats(scope text, model_id text, t
 RETURNS TABLE (n_docs bigint, total_len bigint, avg_len double precision, shadowed bigint[])
 LANGUAGE sql STABLE
 AS $$
-    SELECT * FROM dna.bm25_stats(scope, model_id, dna.resolve_tenant(tenant, personal))
+    SELECT s.n_docs, s.total_len, s.avg_len, s.shadowed FROM dna.bm25_stats(scope, model_id, dna.resolve_tenant(tenant, personal)) AS s
 $$;
 
 COMMENT ON FUNCTION dna.bm25_partition_stats(text, text, text, boolean) IS
@@ -247,6 +249,9 @@ CREATE OR REPLACE FUNCTION dna.bm25_lane(
 RETURNS TABLE (doc_id bigint, score double precision, exact boolean)
 LANGUAGE plpgsql STABLE
 ROWS 100                     -- callers join the result to the documents by (scope, doc_id): index lookups
+-- The planner sees unnest() of a chunk as 10 rows and would sort ~20,000 postings to group them;
+-- hashing them is ~2x faster. (No alternative to a sort exists for ORDER BY … LIMIT: still sorted.)
+SET enable_sort = off
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -306,9 +311,9 @@ BEGIN
           WHERE x.scope = scope AND x.model_id = model_id AND x.tenant = ANY (parts) AND x.lexeme = ANY (terms)
           GROUP BY x.lexeme),
     s AS (SELECT l.lexeme, count(*) AS df
-          FROM dna.dna_bm25_forward AS f, unnest(f.lexemes) AS l (lexeme)
+          FROM dna.dna_bm25_forward AS f, unnest(terms) AS l (lexeme)
           WHERE cardinality(st.shadowed) > 0 AND f.scope = scope AND f.doc_id = ANY (st.shadowed)
-            AND l.lexeme = ANY (terms)
+            AND f.terms ? l.lexeme
           GROUP BY l.lexeme)
     SELECT array_agg(q.lexeme ORDER BY q.lexeme),
            array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
@@ -395,6 +400,34 @@ BEGIN
     FROM sel;
 
     -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept.
+    IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN  -- the common case: nothing to leave out
+        WITH post AS (
+            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, ch.w,
+                   ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
+            FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
+                     AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
+            JOIN dna.dna_bm25_chunks AS c
+              ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+             AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+            JOIN dna.dna_bm25_segments AS sg
+              ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+            CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
+            UNION ALL
+            SELECT p.doc_id, q.w, p.tf::float8, p.doc_len::float8
+            FROM unnest(lex, w) AS q (lexeme, w)
+            JOIN dna.dna_bm25_postings AS p
+              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+            WHERE kinds IS NULL OR p.kind = ANY (kinds)),
+        acc AS (
+            SELECT a.doc_id, sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) AS acc
+            FROM post AS a
+            GROUP BY a.doc_id
+            ORDER BY 2 DESC, 1
+            LIMIT cand + 1)
+        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+        INTO docs, accs
+        FROM acc;
+    ELSE
     WITH tomb AS MATERIALIZED (
         SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
         WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
@@ -426,19 +459,21 @@ BEGIN
     SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
     INTO docs, accs
     FROM acc;
+    END IF;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
 
-    -- 3. Exact BM25 of the best C from their forward rows (sorted lexemes, tfs).
+    -- 3. Exact BM25 of the best C from their forward rows (jsonb lexeme → tf: a key lookup is a
+    --    binary search, ~3x faster than array_position over the lexemes).
     SELECT array_agg(r.doc_id ORDER BY r.sc DESC, r.doc_id), array_agg(r.sc ORDER BY r.sc DESC, r.doc_id)
     INTO r_docs, r_scores
     FROM (SELECT f.doc_id,
-                 (SELECT round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9
-                  FROM unnest(lex, w) AS q (lexeme, w),
-                       LATERAL (SELECT f.tfs[array_position(f.lexemes, q.lexeme)]::float8 AS tf) AS g
-                  WHERE g.tf IS NOT NULL) AS sc
+                 round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
           FROM dna.dna_bm25_forward AS f
-          WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand])) AS r;
+          CROSS JOIN unnest(lex, w) AS q (lexeme, w)
+          CROSS JOIN LATERAL (SELECT (f.terms -> q.lexeme)::float8 AS tf) AS g
+          WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand]) AND g.tf IS NOT NULL
+          GROUP BY f.doc_id) AS r;
     r_docs := coalesce(r_docs, '{}');
 
     -- 4. Certificate: no document outside the rescored ones can reach the top-th exact score.

@@ -8,7 +8,7 @@
 --                  impact (descending) and cut into geometric chunks of 256, 512, … 8192 postings,
 --                  each an int8[] of packed postings (doc_id − base_doc_id) | tf << 33 | len << 42.
 -- dna.dna_bm25_docs says where each live document is (seg_id, NULL = memtable; kind; doc_len), and
--- dna.dna_bm25_forward holds its term vector (sorted lexemes, tfs) for the exact rerank.
+-- dna.dna_bm25_forward holds its term vector (jsonb lexeme → tf) for the exact rerank.
 -- Deleting or changing a sealed document leaves a tombstone (dna.dna_bm25_tombstones, and one
 -- dna.dna_bm25_tombstone_terms row per lexeme, so df stays exact) until a merge drops its postings.
 --
@@ -155,15 +155,15 @@ BEGIN
     -- The documents' dna_bm25_docs and dna_bm25_forward rows exist (written by dna.bm25_sync).
     IF seg_id IS NULL THEN                               -- into the memtable
         INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
-        SELECT f.scope, f.model_id, f.tenant, u.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
-        FROM dna.dna_bm25_forward AS f, unnest(f.lexemes, f.tfs) AS u (lexeme, tf)
+        SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
+        FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u
         WHERE f.scope = scope AND f.doc_id = ANY (doc_ids);
         RETURN;
     END IF;
     SELECT * INTO cfg FROM dna.search_config(scope);   -- a bulk statement: its own level-0 segment
     PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0,
-        'SELECT f.kind, u.lexeme, f.doc_id, u.tf::integer AS tf, f.doc_len AS len
-         FROM dna.dna_bm25_forward AS f, unnest(f.lexemes, f.tfs) AS u (lexeme, tf)
+        'SELECT f.kind, e.lexeme, f.doc_id, e.v::integer AS tf, f.doc_len AS len
+         FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v)
          WHERE f.scope = $1 AND f.doc_id = ANY ($4)', doc_ids, cfg.bm25_k1, cfg.bm25_b);
 END
 $$;
@@ -189,11 +189,11 @@ BEGIN
         DELETE FROM dna.dna_bm25_forward AS f
         USING gone AS g
         WHERE f.scope = scope AND f.doc_id = g.doc_id
-        RETURNING f.doc_id, f.lexemes
+        RETURNING f.doc_id, f.terms
     ),
     mem AS (
         DELETE FROM dna.dna_bm25_postings AS p
-        USING gone AS g, fwd, unnest(fwd.lexemes) AS l (lexeme)
+        USING gone AS g, fwd, jsonb_object_keys(fwd.terms) AS l (lexeme)
         WHERE g.seg_id IS NULL AND fwd.doc_id = g.doc_id
           AND p.scope = scope AND p.model_id = model_id AND p.tenant = tenant
           AND p.lexeme = l.lexeme AND p.doc_id = g.doc_id
@@ -205,7 +205,7 @@ BEGIN
     )
     INSERT INTO dna.dna_bm25_tombstone_terms (scope, model_id, tenant, lexeme, doc_id, seg_id)
     SELECT scope, model_id, tenant, l.lexeme, g.doc_id, g.seg_id
-    FROM gone AS g JOIN fwd ON fwd.doc_id = g.doc_id, unnest(fwd.lexemes) AS l (lexeme)
+    FROM gone AS g JOIN fwd ON fwd.doc_id = g.doc_id, jsonb_object_keys(fwd.terms) AS l (lexeme)
     WHERE g.seg_id IS NOT NULL;
 END
 $$;
@@ -250,11 +250,10 @@ BEGIN
                                           THEN nextval(''dna.dna_bm25_seg_id_seq'')::integer END AS seg_id
                               FROM added AS a GROUP BY a.scope, a.model_id, a.tenant),
                           fwd AS (
-                              INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, lexemes, tfs)
-                              SELECT a.scope, a.model_id, a.tenant, a.doc_id, a.kind, v.len, v.lexemes, v.tfs
+                              INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
+                              SELECT a.scope, a.model_id, a.tenant, a.doc_id, a.kind, v.len, v.terms
                               FROM added AS a,
-                                   LATERAL (SELECT coalesce(array_agg(u.lexeme), ''{}'') AS lexemes,
-                                                   coalesce(array_agg(coalesce(cardinality(u.positions), 1)::int2), ''{}'') AS tfs,
+                                   LATERAL (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(cardinality(u.positions), 1)), ''{}'') AS terms,
                                                    coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
                                             FROM unnest(a.tsv) AS u) AS v
                               RETURNING doc_id, doc_len),

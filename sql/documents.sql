@@ -239,7 +239,7 @@ BEGIN
         RAISE EXCEPTION 'batch is required' USING ERRCODE = '22023';
     END IF;
     WITH gone AS (
-        DELETE FROM dna.dna_index_staging AS s WHERE s.batch = batch
+        DELETE FROM dna.dna_index_staging AS s WHERE s.batch = batch AND s.owner = current_user::text
         RETURNING s.ord, s.kind, s.name, s.title, s.body, s.snippet, s.embedding)
     SELECT array_agg(g.ord ORDER BY g.ord) AS ords, array_agg(g.kind ORDER BY g.ord) AS kinds,
            array_agg(g.name ORDER BY g.ord) AS names, array_agg(g.title ORDER BY g.ord) AS titles,
@@ -265,9 +265,29 @@ COMMENT ON FUNCTION dna.index_staged(text, uuid, text, text, boolean) IS
 'The COPY path of dna.index_documents: in one transaction, COPY documents into dna.dna_index_staging '
 '(batch uuid, ord integer, kind, name, title, body, snippet, embedding) under a fresh batch uuid, then call '
 'this: it consumes the batch''s rows and indexes them (result as dna.index_documents, ord = the staged '
-'ord). Staged rows are visible only to the role that wrote them. An unknown or empty batch returns no '
-'rows. Errors: as dna.index_documents (on error the staged rows stay with the rolled-back transaction); '
-'22023 for a NULL batch or ord values repeated in a batch.';
+'ord). Only the role that staged a batch consumes it, and a transaction that leaves staged rows cannot '
+'commit (55000 at COMMIT, from the constraint trigger dna_index_staging_consumed), so staged text is '
+'never visible to another session. An unknown or empty batch returns no rows. Errors: as '
+'dna.index_documents (on error the staged rows go with the rolled-back transaction); 22023 for a NULL '
+'batch or ord values repeated in a batch.';
+
+CREATE OR REPLACE FUNCTION dna.index_staging_consumed()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM dna.dna_index_staging AS s WHERE s.batch = NEW.batch AND s.ord = NEW.ord) THEN
+        RAISE EXCEPTION 'staged batch % was not consumed: call dna.index_staged(scope, batch, model_id) in the '
+                        'transaction that staged it (or roll it back)', NEW.batch
+            USING ERRCODE = '55000';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION dna.index_staging_consumed() IS
+'Deferred constraint trigger on dna.dna_index_staging: at COMMIT, refuses (55000) a transaction that '
+'staged rows and did not consume them with dna.index_staged.';
 
 CREATE OR REPLACE FUNCTION dna.stale_documents(
     scope text, model_id text, kinds text[], names text[], titles text[], bodies text[],

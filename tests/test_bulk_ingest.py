@@ -265,9 +265,6 @@ def app_role(pg_server, sql, dna_dsn):
         admin.execute(f"DROP ROLE IF EXISTS {role}")
 
 
-@pytest.mark.xfail(strict=True, raises=psycopg.errors.FeatureNotSupported,
-                   reason="0010_scale puts row-level security on dna.dna_index_staging, and PostgreSQL refuses "
-                          "COPY FROM into a table with row-level security (0A000) for every role it applies to")
 def test_an_application_role_indexes_through_copy(app_role, sql):
     with pydna.connect(app_role, embedder=FakeEmbeddingProvider()) as client:
         report = client.index("app", [Record("Doc", "base", "harbor"), Record("Doc", "ws", "quartz", tenant="ws-a")])
@@ -301,4 +298,16 @@ def test_csv_copy_and_index_staged_as_documented(sql):
     assert sql.execute("SELECT name, title, snippet, embedding IS NULL FROM dna.dna_search_docs_384 "
                        "WHERE scope = 'csv' ORDER BY name").fetchall() == [
         ("a", "Title A", "harbor quartz", False), ("b", None, "a snippet", True)]
+    assert sql.execute("SELECT count(*) FROM dna.dna_index_staging").fetchone()[0] == 0
+
+
+def test_a_transaction_cannot_commit_unconsumed_staged_rows(sql):
+    """Staged text never outlives its transaction: COMMIT refuses rows dna.index_staged did not consume."""
+    import uuid
+
+    with pytest.raises(psycopg.Error) as info:
+        with sql.transaction():
+            sql.execute("INSERT INTO dna.dna_index_staging (batch, ord, kind, name, body) VALUES (%s, 1, 'Doc', 'a', 'x')",
+                        (uuid.uuid4(),))
+    assert info.value.sqlstate == "55000" and "dna.index_staged" in str(info.value)
     assert sql.execute("SELECT count(*) FROM dna.dna_index_staging").fetchone()[0] == 0

@@ -10,11 +10,11 @@ Creates (schema ``dna``) the lexical index of ``sql/bm25_write.sql``:
   length, k1 and b its impacts were computed with, base_doc_id) and ``dna_bm25_chunks`` (per
   lexeme, Kind and segment, the postings in impact order as packed ``int8[]`` chunks of 256…8192);
 - ``dna_bm25_docs`` (where each live document is: segment or memtable; Kind; length) and
-  ``dna_bm25_forward`` (its sorted lexemes and tfs, for the exact rerank);
+  ``dna_bm25_forward`` (its term vector, jsonb lexeme → tf, for the exact rerank);
 - ``dna_bm25_tombstones`` + ``dna_bm25_tombstone_terms`` (sealed documents removed since the last
   merge, so N and df stay exact);
-- ``dna_index_staging`` (UNLOGGED, rows visible to their writer only): the COPY path of
-  ``dna.index_staged``;
+- ``dna_index_staging`` (UNLOGGED; a transaction cannot commit with rows of its own left in it):
+  the COPY path of ``dna.index_staged``;
 
 keeps ``dna_bm25_postings`` as the memtable, drops ``dna_bm25_stats`` (N and avglen are sums no
 writer updates in place), replaces the row triggers of every ``dna_search_docs_<N>`` by statement
@@ -106,11 +106,10 @@ CREATE TABLE dna.dna_bm25_forward (
     doc_id   bigint NOT NULL,
     kind     text NOT NULL,
     doc_len  integer NOT NULL,
-    lexemes  text[] NOT NULL,
-    tfs      smallint[] NOT NULL,
+    terms    jsonb NOT NULL,
     CONSTRAINT dna_bm25_forward_pkey PRIMARY KEY (scope, doc_id)
 );
-COMMENT ON TABLE dna.dna_bm25_forward IS 'Term vector of every live document of the BM25 index (Kind, length, sorted lexemes and their tfs, from the stored tsvector): the exact rerank of the lexical lane and the tombstones of a removal read it.';
+COMMENT ON TABLE dna.dna_bm25_forward IS 'Term vector of every live document of the BM25 index (Kind, length, terms = jsonb lexeme → tf, from the stored tsvector): the exact rerank of the lexical lane and the tombstones of a removal read it.';
 
 CREATE TABLE dna.dna_bm25_tombstones (
     scope    text NOT NULL,
@@ -148,12 +147,8 @@ CREATE UNLOGGED TABLE dna.dna_index_staging (
     embedding vector,
     owner     text NOT NULL DEFAULT current_user
 );
-CREATE INDEX dna_index_staging_batch ON dna.dna_index_staging (batch);
-COMMENT ON TABLE dna.dna_index_staging IS 'COPY target of dna.index_staged: documents staged under a batch uuid, consumed in the same transaction. Unlogged (transient); each row visible only to the role that wrote it.';
-ALTER TABLE dna.dna_index_staging ENABLE ROW LEVEL SECURITY;
-ALTER TABLE dna.dna_index_staging FORCE ROW LEVEL SECURITY;
-CREATE POLICY dna_own_rows ON dna.dna_index_staging FOR ALL TO PUBLIC
-    USING (owner = current_user::text) WITH CHECK (owner = current_user::text);
+CREATE INDEX dna_index_staging_batch ON dna.dna_index_staging (batch, ord);
+COMMENT ON TABLE dna.dna_index_staging IS 'COPY target of dna.index_staged: documents staged under a batch uuid and consumed in the same transaction, which cannot commit while any of its staged rows remain (constraint trigger dna_index_staging_consumed), so no other session ever sees them. Unlogged (transient). No row-level security: PostgreSQL refuses COPY FROM into a table that has it.';
 
 ALTER TYPE dna.search_hit ADD ATTRIBUTE exact boolean;
 COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding; personal = the hit is in a personal partition (tenant personal:<oid>); exact = the lexical lane''s list is provably the exhaustive BM25 ranking.';
@@ -192,11 +187,10 @@ def _backfill(dims: int) -> str:
     # come from the same tsvectors.
     table = f"dna.dna_search_docs_{dims}"
     return f"""
-INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, lexemes, tfs)
-SELECT t.scope, t.model_id, t.tenant, t.doc_id, t.kind, v.len, v.lexemes, v.tfs
+INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
+SELECT t.scope, t.model_id, t.tenant, t.doc_id, t.kind, v.len, v.terms
 FROM {table} AS t,
-     LATERAL (SELECT coalesce(array_agg(u.lexeme), '{{}}') AS lexemes,
-                     coalesce(array_agg(coalesce(cardinality(u.positions), 1)::int2), '{{}}') AS tfs,
+     LATERAL (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(cardinality(u.positions), 1)), '{{}}') AS terms,
                      coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
               FROM unnest(t.tsv) AS u) AS v;
 INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
@@ -239,6 +233,12 @@ def _text(sql: str):
     return text(sql.replace(":", "\\:"))  # no bind parameters: x::int, 'personal:<oid>'
 
 
+STAGING_TRIGGER = """
+CREATE CONSTRAINT TRIGGER dna_index_staging_consumed AFTER INSERT ON dna.dna_index_staging
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dna.index_staging_consumed();
+"""
+
+
 def upgrade() -> None:
     op.execute(_text(TABLES))
     for dims in WIDTHS:
@@ -253,6 +253,7 @@ def upgrade() -> None:
     op.execute("SELECT dna.bm25_compact(full_merge => true)")
     for dims in WIDTHS:
         op.execute(_new_triggers(dims))
+    op.execute(STAGING_TRIGGER)
     op.execute(PROTECT)
     op.execute(REGRANT)
 
@@ -269,8 +270,8 @@ CREATE TABLE dna.dna_bm25_stats (
 COMMENT ON TABLE dna.dna_bm25_stats IS 'BM25 partition statistics: document count and summed document length per (scope, model_id, tenant). Maintained by dna.bm25_maintain().';
 TRUNCATE dna.dna_bm25_postings;
 INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
-SELECT f.scope, f.model_id, f.tenant, u.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
-FROM dna.dna_bm25_forward AS f, unnest(f.lexemes, f.tfs) AS u (lexeme, tf);
+SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
+FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u;
 INSERT INTO dna.dna_bm25_stats (scope, model_id, tenant, n_docs, total_len)
 SELECT d.scope, d.model_id, d.tenant, count(*), sum(d.doc_len) FROM dna.dna_bm25_docs AS d GROUP BY 1, 2, 3;
 COMMENT ON TABLE dna.dna_bm25_postings IS 'BM25 postings: one row per search document and lexeme of its tsvector (tf = positions, doc_len = the document''s token count, kind = the document''s Kind, so a Kind filter applies before the lexical lane''s cut). Maintained by dna.bm25_maintain(); read by dna.bm25.';
