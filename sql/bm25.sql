@@ -471,7 +471,7 @@ BEGIN
                  round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
           FROM dna.dna_bm25_forward AS f
           CROSS JOIN unnest(lex, w) AS q (lexeme, w)
-          CROSS JOIN LATERAL (SELECT (f.terms -> q.lexeme)::float8 AS tf) AS g
+          CROSS JOIN LATERAL (SELECT (f.terms ->> q.lexeme)::float8 AS tf) AS g
           WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand]) AND g.tf IS NOT NULL
           GROUP BY f.doc_id) AS r;
     r_docs := coalesce(r_docs, '{}');

@@ -8,7 +8,8 @@
 --                  impact (descending) and cut into geometric chunks of 256, 512, … 8192 postings,
 --                  each an int8[] of packed postings (doc_id − base_doc_id) | tf << 33 | len << 42.
 -- dna.dna_bm25_docs says where each live document is (seg_id, NULL = memtable; kind; doc_len), and
--- dna.dna_bm25_forward holds its term vector (jsonb lexeme → tf) for the exact rerank.
+-- dna.dna_bm25_forward holds its term vector (jsonb lexeme → tf as text: jsonb_object() builds it
+-- ~2x faster than jsonb_object_agg) for the exact rerank.
 -- Deleting or changing a sealed document leaves a tombstone (dna.dna_bm25_tombstones, and one
 -- dna.dna_bm25_tombstone_terms row per lexeme, so df stays exact) until a merge drops its postings.
 --
@@ -156,14 +157,14 @@ BEGIN
     IF seg_id IS NULL THEN                               -- into the memtable
         INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
         SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
-        FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u
+        FROM dna.dna_bm25_forward AS f, jsonb_each_text(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u
         WHERE f.scope = scope AND f.doc_id = ANY (doc_ids);
         RETURN;
     END IF;
     SELECT * INTO cfg FROM dna.search_config(scope);   -- a bulk statement: its own level-0 segment
     PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0,
         'SELECT f.kind, e.lexeme, f.doc_id, e.v::integer AS tf, f.doc_len AS len
-         FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v)
+         FROM dna.dna_bm25_forward AS f, jsonb_each_text(f.terms) AS e (lexeme, v)
          WHERE f.scope = $1 AND f.doc_id = ANY ($4)', doc_ids, cfg.bm25_k1, cfg.bm25_b);
 END
 $$;
@@ -243,7 +244,8 @@ BEGIN
                            AND o.model_id = n.model_id AND o.tenant = n.tenant AND o.kind = n.kind AND o.tsv = n.tsv)';
         END IF;
         -- Tokenized once: the stored tsvector becomes the forward row; postings come from it.
-        FOR r IN EXECUTE 'WITH added AS MATERIALIZED (SELECT n.* FROM new_rows AS n' || changed || '),
+        FOR r IN EXECUTE 'WITH added AS MATERIALIZED (
+                              SELECT n.scope, n.model_id, n.tenant, n.doc_id, n.kind, n.tsv FROM new_rows AS n' || changed || '),
                           parts AS (
                               SELECT a.scope, a.model_id, a.tenant, array_agg(a.doc_id ORDER BY a.doc_id) AS ids,
                                      CASE WHEN count(*) >= dna.bm25_bulk_threshold()
@@ -253,7 +255,8 @@ BEGIN
                               INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
                               SELECT a.scope, a.model_id, a.tenant, a.doc_id, a.kind, v.len, v.terms
                               FROM added AS a,
-                                   LATERAL (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(cardinality(u.positions), 1)), ''{}'') AS terms,
+                                   LATERAL (SELECT coalesce(jsonb_object(array_agg(u.lexeme),
+                                                                         array_agg(coalesce(cardinality(u.positions), 1)::text)), ''{}'') AS terms,
                                                    coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
                                             FROM unnest(a.tsv) AS u) AS v
                               RETURNING doc_id, doc_len),

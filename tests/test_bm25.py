@@ -168,7 +168,8 @@ def _postings_are_exact(sql):
     forward = sql.execute("""
         SELECT count(*) FROM (
             (SELECT d.scope, d.model_id, d.tenant, d.doc_id, d.kind, dna.bm25_doc_length(d.tsv),
-                    coalesce((SELECT jsonb_object_agg(u.lexeme, coalesce(cardinality(u.positions), 1)) FROM unnest(d.tsv) AS u), '{}')
+                    coalesce((SELECT jsonb_object(array_agg(u.lexeme), array_agg(coalesce(cardinality(u.positions), 1)::text))
+                              FROM unnest(d.tsv) AS u), '{}')
              FROM dna.dna_search_docs_384 AS d)
             EXCEPT ALL
             (SELECT f.scope, f.model_id, f.tenant, f.doc_id, f.kind, f.doc_len, f.terms FROM dna.dna_bm25_forward AS f)

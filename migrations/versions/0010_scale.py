@@ -109,7 +109,7 @@ CREATE TABLE dna.dna_bm25_forward (
     terms    jsonb NOT NULL,
     CONSTRAINT dna_bm25_forward_pkey PRIMARY KEY (scope, doc_id)
 );
-COMMENT ON TABLE dna.dna_bm25_forward IS 'Term vector of every live document of the BM25 index (Kind, length, terms = jsonb lexeme → tf, from the stored tsvector): the exact rerank of the lexical lane and the tombstones of a removal read it.';
+COMMENT ON TABLE dna.dna_bm25_forward IS 'Term vector of every live document of the BM25 index (Kind, length, terms = jsonb lexeme → tf (as text), from the stored tsvector): the exact rerank of the lexical lane and the tombstones of a removal read it.';
 
 CREATE TABLE dna.dna_bm25_tombstones (
     scope    text NOT NULL,
@@ -190,7 +190,8 @@ def _backfill(dims: int) -> str:
 INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
 SELECT t.scope, t.model_id, t.tenant, t.doc_id, t.kind, v.len, v.terms
 FROM {table} AS t,
-     LATERAL (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(cardinality(u.positions), 1)), '{{}}') AS terms,
+     LATERAL (SELECT coalesce(jsonb_object(array_agg(u.lexeme), array_agg(coalesce(cardinality(u.positions), 1)::text)),
+                              '{{}}') AS terms,
                      coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
               FROM unnest(t.tsv) AS u) AS v;
 INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
@@ -271,7 +272,7 @@ COMMENT ON TABLE dna.dna_bm25_stats IS 'BM25 partition statistics: document coun
 TRUNCATE dna.dna_bm25_postings;
 INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
 SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
-FROM dna.dna_bm25_forward AS f, jsonb_each(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u;
+FROM dna.dna_bm25_forward AS f, jsonb_each_text(f.terms) AS e (lexeme, v), LATERAL (SELECT e.v::integer AS tf) AS u;
 INSERT INTO dna.dna_bm25_stats (scope, model_id, tenant, n_docs, total_len)
 SELECT d.scope, d.model_id, d.tenant, count(*), sum(d.doc_len) FROM dna.dna_bm25_docs AS d GROUP BY 1, 2, 3;
 COMMENT ON TABLE dna.dna_bm25_postings IS 'BM25 postings: one row per search document and lexeme of its tsvector (tf = positions, doc_len = the document''s token count, kind = the document''s Kind, so a Kind filter applies before the lexical lane''s cut). Maintained by dna.bm25_maintain(); read by dna.bm25.';
