@@ -34,9 +34,12 @@
 -- short single-topic documents (abstracts, passages, notes) where length says little about
 -- verbosity. 'english' beats 'simple' on English text in quality (train nDCG@10 0.697 vs 0.665) and
 -- speed (~4×: stop words no longer make an OR query read the postings of nearly every document).
--- Budget 20,000 postings and C = max(400, 4·top) rescored candidates: the research's measured
--- optimum at 1M documents (p95 18.4 ms, top-10 identical on 212/300 SciFact test claims, exact
--- whenever Σdf ≤ budget); bench/scale.py re-measures them.
+-- Budget 20,000 postings (the research's measured optimum at 1M documents: exact whenever
+-- Σdf ≤ budget, which covers every SciFact-size partition), doubled for a query without a rare
+-- term; C = max(200, 2·top) rescored candidates. Rule, on the SciFact TRAIN claims at 100k
+-- documents (bench/scale.py corpus, first 150 train claims): the smallest C whose mean overlap@10
+-- with exhaustive BM25 is within 0.005 of C = 400's (C 200: 0.999 vs 0.999, p50 19.4 vs 24.7 ms;
+-- C 100 at budget 10k: 0.982). Figures in bench/RESULTS.md.
 
 -- ---------------------------------------------------------------------------------------------
 -- Per-scope configuration
@@ -245,7 +248,8 @@ DROP FUNCTION IF EXISTS dna.bm25_scores(text, text, text, text[], double precisi
 CREATE OR REPLACE FUNCTION dna.bm25_lane(
     scope text, model_id text, tenant text, terms text[],
     k1 double precision, b double precision, top integer DEFAULT NULL, kinds text[] DEFAULT NULL,
-    budget integer DEFAULT NULL, exhaustive boolean DEFAULT false, report boolean DEFAULT false)
+    budget integer DEFAULT NULL, exhaustive boolean DEFAULT false, report boolean DEFAULT false,
+    candidates integer DEFAULT NULL)
 RETURNS TABLE (doc_id bigint, score double precision, exact boolean)
 LANGUAGE plpgsql STABLE
 ROWS 100                     -- callers join the result to the documents by (scope, doc_id): index lookups
@@ -272,6 +276,8 @@ DECLARE
     c_w float8[];
     rest float8;
     read_postings bigint;
+    rarest bigint;
+    spent integer;
     docs bigint[];
     accs float8[];
     r_docs bigint[];
@@ -279,6 +285,10 @@ DECLARE
     cut float8;
     theta float8;
     certified boolean;
+    kk float8;                   -- k1·(1 − b): a posting adds w·(k1+1)·tf / (tf + kk + kl·len)
+    kl float8;                   -- k1·b / avglen
+    t0 timestamptz := clock_timestamp();
+    ms jsonb := '{}';
 BEGIN
     budget := coalesce(budget, 20000);
     IF budget < 1 THEN
@@ -291,8 +301,11 @@ BEGIN
     IF st.n_docs <= 0 THEN
         RETURN;
     END IF;
+    ms := ms || jsonb_build_object('stats', extract(epoch FROM clock_timestamp() - t0) * 1000);
     n := st.n_docs;
     avgl := CASE WHEN st.avg_len > 0 THEN st.avg_len ELSE 1 END;
+    kk := k1 * (1 - b);
+    kl := k1 * b / avgl;
 
     -- df per term over every Kind (as N): sealed chunks + memtable − tombstoned − shadowed.
     -- `readable` counts the postings a Kind filter leaves to score.
@@ -317,8 +330,8 @@ BEGIN
           GROUP BY l.lexeme)
     SELECT array_agg(q.lexeme ORDER BY q.lexeme),
            array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
-           sum(coalesce(c.rd, 0) + coalesce(m.rd, 0))
-    INTO lex, w, readable
+           sum(coalesce(c.rd, 0) + coalesce(m.rd, 0)), min(d.df)
+    INTO lex, w, readable, rarest
     FROM q LEFT JOIN c ON c.lexeme = q.lexeme LEFT JOIN m ON m.lexeme = q.lexeme
            LEFT JOIN t ON t.lexeme = q.lexeme LEFT JOIN s ON s.lexeme = q.lexeme,
          LATERAL (SELECT coalesce(c.df, 0) + coalesce(m.df, 0) - coalesce(t.df, 0) - coalesce(s.df, 0) AS df) AS d
@@ -326,6 +339,7 @@ BEGIN
     IF lex IS NULL THEN
         RETURN;
     END IF;
+    ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
     IF exhaustive OR top IS NULL OR readable <= budget THEN
         -- Exact path: every posting of the query terms, scored and summed.
@@ -369,7 +383,12 @@ BEGIN
     -- the running count of postings stays within the budget (the last one as a prefix). A bound
     -- is the smaller of the chunk's impact at build time scaled by max(1, avglen/avglen_ref) (valid
     -- when k1/b are the build's) and w(max tf, min len) (valid for any k1, b, avglen).
-    cand := greatest(400, 4 * top);
+    cand := coalesce(candidates, greatest(200, 2 * top));
+    -- No rare term (the rarest one is in more documents than the budget can read): every list is
+    -- long and flat, the certificate cannot hold, and the top documents are those matching many
+    -- terms. Such queries get twice the budget (measured in bench/scale.py: ~3% of SciFact claims
+    -- at 1M documents; see bench/RESULTS.md).
+    spent := CASE WHEN rarest > budget THEN 2 * budget ELSE budget END;
     WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
     h AS (
         SELECT c.tenant, c.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w,
@@ -385,8 +404,8 @@ BEGIN
         WHERE kinds IS NULL OR c.kind = ANY (kinds)),
     o AS (SELECT h.*, sum(h.n) OVER (ORDER BY h.bound DESC, h.lexeme, h.kind, h.tenant, h.seg_id, h.chunk) AS cum
           FROM h),
-    sel AS (SELECT o.*, CASE WHEN o.cum - o.n >= budget THEN 0
-                             WHEN o.cum > budget THEN (budget - (o.cum - o.n))::integer
+    sel AS (SELECT o.*, CASE WHEN o.cum - o.n >= spent THEN 0
+                             WHEN o.cum > spent THEN (spent - (o.cum - o.n))::integer
                              ELSE o.n END AS take
             FROM o)
     SELECT array_agg(sel.tenant) FILTER (WHERE sel.take > 0), array_agg(sel.lexeme) FILTER (WHERE sel.take > 0),
@@ -398,11 +417,12 @@ BEGIN
                                              GROUP BY x.lexeme) AS r), 0)
     INTO c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, read_postings, rest
     FROM sel;
+    ms := ms || jsonb_build_object('chunks', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
     -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept.
     IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN  -- the common case: nothing to leave out
         WITH post AS (
-            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, ch.w,
+            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, ch.w * (k1 + 1) AS wk,
                    ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
             FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
                      AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
@@ -413,13 +433,13 @@ BEGIN
               ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
             CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
             UNION ALL
-            SELECT p.doc_id, q.w, p.tf::float8, p.doc_len::float8
+            SELECT p.doc_id, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
             FROM unnest(lex, w) AS q (lexeme, w)
             JOIN dna.dna_bm25_postings AS p
               ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
             WHERE kinds IS NULL OR p.kind = ANY (kinds)),
         acc AS (
-            SELECT a.doc_id, sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) AS acc
+            SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
             FROM post AS a
             GROUP BY a.doc_id
             ORDER BY 2 DESC, 1
@@ -462,6 +482,7 @@ BEGIN
     END IF;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
+    ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
     -- 3. Exact BM25 of the best C from their forward rows (jsonb lexeme → tf: a key lookup is a
     --    binary search, ~3x faster than array_position over the lexemes).
@@ -475,6 +496,7 @@ BEGIN
           WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand]) AND g.tf IS NOT NULL
           GROUP BY f.doc_id) AS r;
     r_docs := coalesce(r_docs, '{}');
+    ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
     -- 4. Certificate: no document outside the rescored ones can reach the top-th exact score.
     theta := CASE WHEN cardinality(r_docs) >= top THEN r_scores[top] ELSE 0 END;
@@ -482,9 +504,10 @@ BEGIN
     IF report THEN
         PERFORM set_config('dna.bm25_explain', jsonb_build_object(
             'path', 'budgeted', 'exact', certified, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
-            'idf', to_jsonb(w), 'postings', readable, 'budget', budget, 'postings_read', read_postings,
+            'idf', to_jsonb(w), 'postings', readable, 'budget', spent, 'rarest_df', rarest,
+            'postings_read', read_postings,
             'chunks_read', cardinality(c_seg), 'candidates', cand, 'rescored', cardinality(r_docs),
-            'theta', theta, 'cut', cut, 'unread_bound', rest)::text, true);
+            'theta', theta, 'cut', cut, 'unread_bound', rest, 'ms_since_start', ms)::text, true);
     END IF;
     RETURN QUERY
     SELECT u.d, u.s, certified
@@ -494,13 +517,14 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.bm25_lane(text, text, text, text[], double precision, double precision, integer, text[], integer, boolean, boolean) IS
+COMMENT ON FUNCTION dna.bm25_lane(text, text, text, text[], double precision, double precision, integer, text[], integer, boolean, boolean, integer) IS
 'BM25 scores (doc_id, score, exact) of the best `top` documents of one partition (scope, model_id, base '
 'rows plus tenant — already resolved —, shadowed base rows left out) for the lexemes `terms`, with k1 and '
 'b; ties at the cut included; kinds: only documents of these Kinds are scored (df and N count all). '
 'Exact path (every posting scored, exact = true) when exhaustive, top is NULL (every matching document), '
 'or the postings to score number at most budget (default 20000); else the budgeted path: chunks in bound '
-'order up to the budget plus the whole memtable, the best max(400, 4·top) partial sums rescored exactly, '
+'order up to the budget (doubled when even the rarest term is in more documents than the budget) plus '
+'the whole memtable, the best `candidates` (default max(200, 2·top)) partial sums rescored exactly, '
 'exact = true only when the certificate proves the list equal to the exhaustive one. Every score is exact '
 'BM25. report => true leaves a jsonb summary in the setting dna.bm25_explain. The building block of '
 'dna.bm25 and of dna.search''s lexical lane; no validation beyond budget >= 1 (22023).';
@@ -595,5 +619,6 @@ $$;
 COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
 'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
 'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
-'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, hits, k}. '
+'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, ms_since_start '
+'(milliseconds from the lane''s start to the end of each phase: stats, df, chunks, accumulate, rescore), hits, k}. '
 'An empty object plus hits = 0 when nothing matches. Errors as dna.bm25.';

@@ -85,7 +85,8 @@ def test_exact_path_when_postings_fit_the_budget(sql, mixed_scope):
     plan = sql.execute("SELECT dna.bm25_explain('z', 'w59 w58', %s)", (MODEL,)).fetchone()[0]
     assert plan["path"] == "exact" and plan["exact"] is True and plan["postings"] <= plan["budget"]
     plan = sql.execute("SELECT dna.bm25_explain('z', 'w00 w01 w02', %s, budget => 20)", (MODEL,)).fetchone()[0]
-    assert plan["path"] == "budgeted" and plan["postings_read"] <= 20 < plan["postings"]
+    assert plan["path"] == "budgeted" and plan["postings_read"] <= plan["budget"] < plan["postings"]
+    assert plan["budget"] == (40 if plan["rarest_df"] > 20 else 20)     # no rare term: twice the budget
     assert plan["rescored"] > 0 and plan["unread_bound"] > 0
     # a rare term dominates: the certificate proves the budgeted top-1 exact
     rare = _lane(sql, "z", "w59 w00", k=1, budget=40)
