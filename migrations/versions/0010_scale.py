@@ -308,6 +308,7 @@ CREATE TRIGGER dna_search_docs_{dims}_bm25_truncate AFTER TRUNCATE ON {table}
 
 def downgrade() -> None:
     op.execute(_text(DOWNGRADE_TABLES))
+    op.execute("DROP TABLE dna.dna_index_staging")  # with its constraint trigger, before the functions go
     for dims in WIDTHS:
         op.execute(_drop_statement_triggers(dims))
     op.execute(drop_plane_functions(("bm25.sql", "bm25_write.sql", "documents.sql", "search.sql")))
@@ -317,7 +318,7 @@ def downgrade() -> None:
     for dims in WIDTHS:
         op.execute(_restore_row_triggers(dims))
     op.execute(_text("""
-DROP TABLE dna.dna_index_staging, dna.dna_bm25_tombstone_terms, dna.dna_bm25_tombstones, dna.dna_bm25_forward,
+DROP TABLE dna.dna_bm25_tombstone_terms, dna.dna_bm25_tombstones, dna.dna_bm25_forward,
            dna.dna_bm25_docs, dna.dna_bm25_chunks, dna.dna_bm25_segments;
 DROP SEQUENCE dna.dna_bm25_seg_id_seq;
 ALTER TYPE dna.search_hit DROP ATTRIBUTE exact;
