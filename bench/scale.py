@@ -62,8 +62,9 @@ because the machine is shared):
 
 - ingest, bulk: ``DROP INDEX dna.dna_search_docs_384_embedding_hnsw`` (the operator path), every
   document COPYed in binary into ``dna.dna_index_staging`` with a fresh batch uuid and consumed by
-  ``dna.index_staged`` in one transaction per ``--batch`` documents, then
-  ``dna.bm25_compact(scope)``, then the HNSW index re-created exactly as revision 0001 defines it
+  ``dna.index_staged`` in one transaction per ``--batch`` documents, by ``--loaders`` sessions in
+  parallel (default 2, one per core), then ``dna.bm25_compact(scope, full_merge => true)``, then the
+  HNSW index re-created exactly as revision 0001 defines it
   (``maintenance_work_mem 1GB``, ``max_parallel_maintenance_workers 1``); reported as lexical-side
   docs/s (load + compact), HNSW vectors/s, and both together; then ``VACUUM ANALYZE`` (not timed in
   the rates);
@@ -446,43 +447,84 @@ def stage_and_index(conn, model_id: str, docs: list[dict], fstats: dict | None =
     return t1 - t0, t2 - t1, actions
 
 
-def bulk_load(conn, corpus: Corpus, n: int, model_id: str, batch: int) -> dict:
+def bulk_load(conn, corpus: Corpus, n: int, model_id: str, batch: int, loaders: int = 1, dsn: str | None = None) -> dict:
+    """The operator path of docs/bulk-load.md: HNSW dropped, ``loaders`` sessions (one per core; each
+    tokenizes and segments its own batches, since to_tsvector runs in the writing backend) COPY +
+    dna.index_staged, then dna.bm25_compact(full_merge => true), then the HNSW index built."""
+    import threading
+
     cpu = BackendCpu(conn)
     conn.execute("SELECT dna.register_model(%s, %s)", (model_id, DIMS))
     conn.execute("DROP INDEX dna.dna_search_docs_384_embedding_hnsw")
-    try:
-        conn.execute("SET track_functions = 'pl'")
-        fstats: dict | None = {}
-    except Exception:  # not a superuser: no function timings
-        fstats = None
-    c0, load0, t0 = cpu.read(), load1(), time.perf_counter()
+    conns = [conn] + [connect(dsn) for _ in range(max(1, loaders) - 1)]
+    cpus = [cpu] + [BackendCpu(c) for c in conns[1:]]
+    fstats: dict | None = {}
+    for c in conns:
+        try:
+            c.execute("SET track_functions = 'pl'")
+        except Exception:  # not a superuser: no function timings
+            fstats = None
+    c0s, load0, t0 = [x.read() for x in cpus], load1(), time.perf_counter()
     copy_s = staged_s = 0.0
     actions: dict[str, int] = {}
     batches = []
-    for a in range(0, n, batch):
-        docs = corpus.docs(a, min(n, a + batch))
-        bc, bs, act = stage_and_index(conn, model_id, docs, fstats)
-        copy_s += bc
-        staged_s += bs
-        for k, v in act.items():
-            actions[k] = actions.get(k, 0) + v
-        batches.append({"first": a, "docs": len(docs), "copy_s": round(bc, 3), "index_staged_s": round(bs, 3),
-                        "load1": load1()})
-        done = min(n, a + batch)
-        log(f"  {done:,}/{n:,} docs: copy {bc:.2f} s, index_staged {bs:.2f} s "
-            f"({len(docs) / (bc + bs):,.0f} docs/s), load {batches[-1]['load1']}")
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    starts = list(range(0, n, batch))
+
+    def work(c, mine):
+        nonlocal copy_s, staged_s
+        try:
+            for a in mine:
+                docs = corpus.docs(a, min(n, a + batch))
+                local: dict | None = None if fstats is None else {}
+                bc, bs, act = stage_and_index(c, model_id, docs, local)
+                with lock:
+                    copy_s += bc
+                    staged_s += bs
+                    for k, v in act.items():
+                        actions[k] = actions.get(k, 0) + v
+                    if local is not None:
+                        for name, (calls, total, own) in local.items():
+                            f = fstats.setdefault(name, [0, 0.0, 0.0])
+                            f[0] += calls
+                            f[1] += total
+                            f[2] += own
+                    batches.append({"first": a, "docs": len(docs), "copy_s": round(bc, 3), "index_staged_s": round(bs, 3),
+                                    "load1": load1()})
+                    log(f"  {sum(b['docs'] for b in batches):,}/{n:,} docs: copy {bc:.2f} s, index_staged {bs:.2f} s "
+                        f"({len(docs) / (bc + bs):,.0f} docs/s in this session), load {batches[-1]['load1']}")
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(c, starts[i::len(conns)])) for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
     load_s = time.perf_counter() - t0
-    if fstats is not None:
-        conn.execute("RESET track_functions")
-    c1, t1 = cpu.read(), time.perf_counter()
-    compact = conn.execute("SELECT dna.bm25_compact(%s)", (SCOPE,)).fetchone()[0]
+    c1s = [x.read() for x in cpus]
+    for c in conns:
+        if fstats is not None:
+            c.execute("RESET track_functions")
+    for c in conns[1:]:
+        c.close()
+    c0 = None if None in c0s else sum(c0s)
+    c1, t1 = None if None in c1s else sum(c1s), time.perf_counter()
+    c1_own = cpu.read()
+    compact = conn.execute("SELECT dna.bm25_compact(%s, full_merge => true)", (SCOPE,)).fetchone()[0]
     compact_s = time.perf_counter() - t1
     c2 = cpu.read()
+    compact_cpu = None if c1_own is None or c2 is None else round((c2 - c1_own) / 1e9, 2)
     log(f"  bm25_compact: {compact_s:.1f} s → {json.dumps(compact)[:300]}")
     load_mid = load1()
     t2 = time.perf_counter()
     with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        # pgvector builds fastest when the graph fits in maintenance_work_mem (~2.2 KB per 384-d
+        # vector with m = 16): 1GB up to ~400k vectors, 4GB for a million (the machine has 24 GiB).
+        conn.execute("SET LOCAL maintenance_work_mem = %s" % ("'1GB'" if n <= 400_000 else "'4GB'"))
         conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
         conn.execute(HNSW_DDL)
     hnsw_s = time.perf_counter() - t2
@@ -494,15 +536,24 @@ def bulk_load(conn, corpus: Corpus, n: int, model_id: str, batch: int) -> dict:
     t3 = time.perf_counter()
     conn.execute("VACUUM ANALYZE")
     vacuum_s = time.perf_counter() - t3
+    # reference on the same rows and server: the tokenizer alone (the floor of the lexical side)
+    m = min(n, 10_000)
+    c3, t4 = cpu.read(), time.perf_counter()
+    conn.execute("SELECT sum(length(to_tsvector('english', coalesce(t.title, '') || ' ' || t.body))) "
+                 "FROM (SELECT title, body FROM dna.dna_search_docs_384 WHERE scope = %s ORDER BY doc_id LIMIT %s) AS t",
+                 (SCOPE, m))
+    tsv_s, c4 = time.perf_counter() - t4, cpu.read()
     lexical_s = load_s + compact_s
     ms = lambda a, b: None if a is None or b is None else round((b - a) / 1e9, 2)  # noqa: E731
     return {"docs": n, "batch": batch, "batches": len(batches), "actions": actions,
             "copy_s": round(copy_s, 2), "index_staged_s": round(staged_s, 2), "load_s": round(load_s, 2),
             "compact_s": round(compact_s, 2), "compact": compact, "hnsw_s": round(hnsw_s, 2),
             "vacuum_analyze_s": round(vacuum_s, 2),
+            "to_tsvector_reference": {"docs": m, "seconds": round(tsv_s, 3), "docs_per_s": round(m / tsv_s, 1),
+                                      "backend_cpu_s": ms(c3, c4), "load1": load1()},
             "lexical_docs_per_s": round(n / lexical_s, 1), "hnsw_vectors_per_s": round(n / hnsw_s, 1),
             "total_docs_per_s": round(n / (lexical_s + hnsw_s), 1),
-            "backend_cpu_load_s": ms(c0, c1), "backend_cpu_compact_s": ms(c1, c2),
+            "loaders": len(conns), "backend_cpu_load_s": ms(c0, c1), "backend_cpu_compact_s": compact_cpu,
             "load1_start": load0, "load1_after_load": load_mid, "load1_end": load_end, "per_batch": batches,
             "functions_during_load_ms": None if fstats is None else {
                 k: {"calls": v[0], "total_ms": round(v[1], 1), "self_ms": round(v[2], 1)}
@@ -562,6 +613,25 @@ def storage(conn, n: int, has_storage_fn: bool) -> dict:
            "search_heap_toast_bytes": search_heap, "search_index_bytes": idx,
            "bytes_per_doc": round(search_total / max(1, docs), 1),
            "relations": sizes}
+    # live vs free bytes of the BM25 tables and the search table (pgstattuple, when it can be
+    # installed in this throwaway database): a merge leaves the space of the merged-away segments
+    # free in the chunk table until VACUUM FULL, which pg_total_relation_size counts
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        live = {}
+        for rel in [k for k, v in sizes.items() if v["kind"] == "r" and (k.startswith("dna_bm25") or k == "dna_search_docs_384")]:
+            heap = conn.execute("SELECT tuple_len, dead_tuple_len, free_space, table_len FROM pgstattuple(%s::regclass)",
+                                (f"dna.{rel}",)).fetchone()
+            toast = conn.execute(
+                "SELECT s.tuple_len, s.dead_tuple_len, s.free_space, s.table_len FROM pg_class c, "
+                "LATERAL pgstattuple(c.reltoastrelid) AS s WHERE c.oid = %s::regclass AND c.reltoastrelid <> 0",
+                (f"dna.{rel}",)).fetchone()
+            live[rel] = {"heap_live": heap[0], "heap_dead": heap[1], "heap_free": heap[2], "heap_len": heap[3],
+                         **({"toast_live": toast[0], "toast_dead": toast[1], "toast_free": toast[2], "toast_len": toast[3]}
+                            if toast else {})}
+        out["pgstattuple"] = live
+    except Exception as exc:  # no pgstattuple (an external server without contrib, or no privilege)
+        out["pgstattuple"] = {"error": str(exc).splitlines()[0]}
     bm = None
     if has_storage_fn:
         bm = conn.execute("SELECT dna.bm25_storage(%s)", (SCOPE,)).fetchone()[0]
@@ -579,6 +649,11 @@ def storage(conn, n: int, has_storage_fn: bool) -> dict:
     out["bytes_per_posting_arrays"] = float(bm["bytes_per_posting"]) if bm.get("bytes_per_posting") is not None else None
     out["bytes_per_posting"] = round(chunk_bytes / n_post, 2) if n_post and chunk_bytes else None
     out["bytes_per_posting_all_bm25"] = round(out["bm25_total_bytes"] / n_post, 2) if n_post else None
+    ch = out.get("pgstattuple", {}).get("dna_bm25_chunks")
+    if ch and n_post:
+        # live tuples of heap + TOAST, plus the chunk table's indexes (as they are)
+        idx = sum(v["total_bytes"] for v in sizes.values() if v.get("table") == "dna_bm25_chunks")
+        out["bytes_per_posting_live"] = round((ch["heap_live"] + ch.get("toast_live", 0) + idx) / n_post, 2)
     if bm:
         # consistency: after a compaction every posting of the scope is sealed or in the memtable
         out["postings_check"] = {"sum_length_tsv": out["postings"], "sealed": sealed,
@@ -681,8 +756,32 @@ def run_mode(fn, cpu, qids, queries, qvecs, passes: int, depth: int | None = DEP
             "passes": passes, "load1_start": load0, "load1_end": load1()}
 
 
+def proxy_relevant(corpus: Corpus, count: int, qrels) -> dict[str, set[str]]:
+    """The research doc's relevance proxy: a relevant real document plus every distractor derived
+    from it (among the first ``count`` rows of the corpus)."""
+    where = {d["_id"]: i for i, d in enumerate(corpus.real)}
+    variants: dict[int, list[str]] = {}
+    for d in corpus.distractors[: max(0, count - len(corpus.real))]:
+        variants.setdefault(d["src"], []).append(d["name"])
+    out = {}
+    for q, rel in qrels.items():
+        names = set()
+        for did, grade in rel.items():
+            if grade > 0:
+                names.add(did)
+                names.update(variants.get(where.get(did, -1), ()))
+        out[q] = names
+    return out
+
+
+PROXY: dict[str, set[str]] = {}   # proxy_relevant of the size being measured (set by run_size)
+
+
 def quality(res: dict, qrels) -> dict:
     out = {}
+    if PROXY:
+        out["proxy P@10"] = round(statistics.fmean(
+            len({str(r[0]) for r in rows[:K]} & PROXY.get(q, set())) / K for q, rows in res["run10"].items()), 4)
     if res["run"] is not None:
         agg, _ = evaluate({q: [(str(r[0]), float(r[1])) for r in rows] for q, rows in res["run"].items()}, qrels)
         out.update({"nDCG@10": round(agg["nDCG@10"], 4), "R@100": round(agg["R@100"], 4)})
@@ -836,6 +935,8 @@ def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels
 def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, qvecs, qrels, args) -> dict:
     db = f"dna_bench_scale_{n}"
     log(f"== {n:,} documents: database {db}")
+    PROXY.clear()
+    PROXY.update(proxy_relevant(corpus, n + args.live + args.single, qrels))
     dsn = srv.fresh(db)
     conn = connect(dsn)
     out: dict = {"docs": n, "database": db}
@@ -845,7 +946,7 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
         cfg = conn.execute("SELECT ts_config::text, bm25_k1, bm25_b FROM dna.search_config(%s)", (SCOPE,)).fetchone()
         out["search_config"] = {"ts_config": cfg[0], "bm25_k1": cfg[1], "bm25_b": cfg[2]}
         log(f"bulk load of {n:,} documents in batches of {args.batch:,}")
-        out["bulk"] = bulk_load(conn, corpus, n, model_id, args.batch)
+        out["bulk"] = bulk_load(conn, corpus, n, model_id, args.batch, args.loaders, dsn)
         log("storage …")
         out["storage"] = storage(conn, n, feats["bm25_storage"])
         st = out["storage"]
@@ -926,44 +1027,57 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
 # Report
 # ------------------------------------------------------------------------------------------------
 
-COLUMNS = ("docs", "system", "measure", "value", "nDCG@10", "R@100", "p50 ms", "p95 ms", "CPU p50/p95 ms", "load")
+COLUMNS = ("docs", "system", "measure", "value", "nDCG@10", "R@100", "P@10 proxy", "p50 ms", "p95 ms", "CPU p50/p95 ms",
+           "load")
 
 
 def table_rows(size: dict) -> list[tuple]:
     n = f"{size['docs']:,}"
     rows = []
 
+    def row(measure, value="", r=None, system="pydna", load=""):
+        q = r or {}
+        nd = (f"{q['nDCG@10']:.4f}" if "nDCG@10" in q else f"{q['nDCG@10 (k=10)']:.4f}*" if "nDCG@10 (k=10)" in q else "")
+        cpu = f"{q['cpu_p50_ms']}/{q['cpu_p95_ms']}" if q.get("cpu_p50_ms") is not None else ""
+        rows.append((n, system, measure, value, nd, f"{q['R@100']:.4f}" if "R@100" in q else "",
+                     f"{q['proxy P@10']:.3f}" if "proxy P@10" in q else "",
+                     f"{q['p50_ms']:.2f}" if "p50_ms" in q else "", f"{q['p95_ms']:.2f}" if "p95_ms" in q else "",
+                     cpu, str(q.get("load1_end", load))))
+
     def rate(v, unit="docs/s"):
         return f"{v:,.0f} {unit}"
 
     b = size["bulk"]
     segs = (size["storage"].get("bm25_storage") or {}).get("segments")
-    rows.append((n, "pydna", f"ingest bulk: COPY + index_staged ×{b['batches']} + bm25_compact",
-                 rate(b["lexical_docs_per_s"]) + (f" ({segs} segments)" if segs is not None else ""),
-                 "", "", "", "", "", f"{b['load1_after_load']}"))
-    rows.append((n, "pydna", "ingest bulk: HNSW CREATE INDEX (1 worker)", rate(b["hnsw_vectors_per_s"], "vectors/s"),
-                 "", "", "", "", "", f"{b['load1_end']}"))
-    rows.append((n, "pydna", "ingest bulk: together", rate(b["total_docs_per_s"]), "", "", "", "", "", ""))
+    row(f"ingest bulk: COPY + index_staged ×{b['batches']} + bm25_compact",
+        rate(b["lexical_docs_per_s"]) + (f" ({segs} segment{'s' if segs != 1 else ''})" if segs is not None else ""),
+        load=b["load1_after_load"])
+    if b.get("backend_cpu_load_s"):
+        row("ingest bulk: backend CPU per document (load + compact)",
+            f"{1e6 * (b['backend_cpu_load_s'] + (b['backend_cpu_compact_s'] or 0)) / b['docs']:,.0f} µs")
+    if b.get("to_tsvector_reference"):
+        t = b["to_tsvector_reference"]
+        row(f"reference: to_tsvector('english') alone, {t['docs']:,} of the rows", rate(t["docs_per_s"]), load=t["load1"])
+    row("ingest bulk: HNSW CREATE INDEX (1 worker)", rate(b["hnsw_vectors_per_s"], "vectors/s"), load=b["load1_end"])
+    row("ingest bulk: together", rate(b["total_docs_per_s"]))
     for name, label in (("staged", "ingest live: index_staged"), ("single", "ingest live: index_document")):
         lv = size.get("live", {}).get(name)
         if lv:
-            extra = f" ×{lv['docs']:,}" + (f" (batches of {lv['batch']:,})" if name == "staged" else "")
-            rows.append((n, "pydna", label + extra, rate(lv["docs_per_s"]), "", "",
-                         f"{lv['p50_ms']:.2f}" if "p50_ms" in lv else "", f"{lv['p95_ms']:.2f}" if "p95_ms" in lv else "",
-                         "", f"{lv['load1_end']}"))
+            extra = f" ×{lv['docs']:,}" + (f" (batches of {lv['batch']:,})" if name == "staged" else ", ms per call")
+            row(label + extra, rate(lv["docs_per_s"]),
+                {k: lv[k] for k in ("p50_ms", "p95_ms") if k in lv} | {"load1_end": lv["load1_end"]})
     st = size["storage"]
-    rows.append((n, "pydna", "storage: search table (heap+TOAST+GIN+HNSW+btree)", f"{st['bytes_per_doc']:,.0f} B/doc",
-                 "", "", "", "", "", ""))
+    row("storage: search table (heap+TOAST+HNSW+btrees)", f"{st['bytes_per_doc']:,.0f} B/doc")
     if st.get("bytes_per_posting") is not None:
-        arrays = (f" (arrays {st['bytes_per_posting_arrays']:.2f}, all dna_bm25_* {st['bytes_per_posting_all_bm25']:.1f})"
-                  if st.get("bytes_per_posting_arrays") is not None else "")
-        rows.append((n, "pydna", f"storage: BM25 chunk table / {st['postings']:,} postings",
-                     f"{st['bytes_per_posting']:.2f} B/posting{arrays}", "", "", "", "", "", ""))
+        arrays = (f"; arrays {st['bytes_per_posting_arrays']:.2f}" if st.get("bytes_per_posting_arrays") is not None else "")
+        arrays += (f"; live rows + indexes {st['bytes_per_posting_live']:.2f}" if st.get("bytes_per_posting_live") else "")
+        arrays += f"; every dna_bm25_* table {st['bytes_per_posting_all_bm25']:.1f}"
+        chk = st.get("postings_check")
+        if chk and not chk["ok"]:
+            arrays += f"; MISMATCH: sealed {chk['sealed']} + memtable {chk['memtable']} ≠ Σ length(tsv) {chk['sum_length_tsv']}"
+        row(f"storage: BM25 chunk table / {st['postings']:,} postings", f"{st['bytes_per_posting']:.2f} B/posting{arrays}")
     for name, r in size["pydna"].items():
-        value = f"HNSW recall@10 {size['hnsw_recall@10']:.4f}" if name == "dense-hnsw" else ""
-        rows.append((n, "pydna", name, value, f"{r['nDCG@10']:.4f}" if "nDCG@10" in r else f"{r['nDCG@10 (k=10)']:.4f}*",
-                     f"{r['R@100']:.4f}" if "R@100" in r else "", f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
-                     f"{r['cpu_p50_ms']}/{r['cpu_p95_ms']}" if r["cpu_p50_ms"] is not None else "", f"{r['load1_end']}"))
+        row(name, f"HNSW recall@10 {size['hnsw_recall@10']:.4f}" if name == "dense-hnsw" else "", r)
     for key, label in (("explain", "bm25 lane paths (dna.bm25_explain)"), ("explain_after_live", "… after live writes")):
         e = size.get(key)
         if e:
@@ -973,19 +1087,19 @@ def table_rows(size: dict) -> list[tuple]:
                     parts.append(f"{p} CPU {e[f'{p}: cpu p50/p95 ms'][0]}/{e[f'{p}: cpu p50/p95 ms'][1]} ms")
             if "postings_p50" in e:
                 parts.append(f"Σdf p50/p95 {e['postings_p50']:,.0f}/{e['postings_p95']:,.0f}")
-            rows.append((n, "pydna", label, ", ".join(parts), "", "", "", "", "", ""))
+            row(label, ", ".join(parts))
     for key, label in (("agreement", "bm25 vs bm25-exact (top 10)"), ("agreement_after_live", "… after live writes")):
         a = size.get(key)
         if a:
-            rows.append((n, "pydna", label,
-                         f"identical {a['identical_top10']}/{a['queries']}, overlap {a['mean_overlap@10']:.3f}, "
-                         f"certified {a['certified_exact']} ({a['certified_but_different']} wrong)", "", "", "", "", "", ""))
+            lane = a.get("lexical dna.search answers saying exact")
+            row(label, f"identical {a['identical_top10']}/{a['queries']}, overlap {a['mean_overlap@10']:.3f}, "
+                       f"certified {a['certified_exact']} ({a['certified_but_different']} wrong)"
+                       + (f"; dna.search lexical lane (depth 100) certified {lane}" if lane is not None else ""))
     for name, ing in size.get("peer_ingest", {}).items():
-        rows.append((n, name.split(" ")[0], "ingest " + (name.split(" ", 1)[1] if " " in name else "load"),
-                     rate(ing["docs_per_s"]), "", "", "", "", "", f"{ing['load1_end']}"))
+        row("ingest " + (name.split(" ", 1)[1] if " " in name else "load"), rate(ing["docs_per_s"]),
+            system=name.split(" ")[0], load=ing["load1_end"])
     for name, r in size.get("peers", {}).items():
-        rows.append((n, name, "query", "", f"{r['nDCG@10']:.4f}", f"{r['R@100']:.4f}", f"{r['p50_ms']:.2f}",
-                     f"{r['p95_ms']:.2f}", f"{r['cpu_p50_ms']}/{r['cpu_p95_ms']}", f"{r['load1_end']}"))
+        row("query", "", r, system=name)
     return rows
 
 
@@ -1006,6 +1120,7 @@ def main(argv=None) -> int:
                     help="a server to use (the role needs CREATEDB; databases dna_bench_scale_<n> are rewritten)")
     ap.add_argument("--quick", action="store_true", help="smoke run: --docs 20000, --live 2000, --single 100")
     ap.add_argument("--batch", type=int, default=10_000, help="documents per COPY + dna.index_staged transaction")
+    ap.add_argument("--loaders", type=int, default=2, help="parallel loader sessions of the bulk load (one per core)")
     ap.add_argument("--live", type=int, default=5000, help="live documents through dna.index_staged after the build")
     ap.add_argument("--live-batch", type=int, default=1000)
     ap.add_argument("--single", type=int, default=300, help="live documents through dna.index_document")
