@@ -159,3 +159,49 @@ def test_compaction_reports_busy_instead_of_waiting(dna_dsn):
         a.execute("COMMIT")
         out = b.execute("SELECT dna.bm25_compact('lk')").fetchone()[0]
         assert [p["status"] for p in out["partitions"]] == ["ok"]
+
+
+def test_regconfig_change_retokenizes_sealed_documents(sql):
+    """dna.set_search_config(ts_config) rewrites every tsvector of the scope: sealed documents are
+    tombstoned and re-added, and the scores are those of the new configuration."""
+    docs = {"a": "The cats are running home", "b": "A runner runs; cats run.", "c": "Dogs and cats and the dog"}
+    _index_many(sql, "rt", {n: t.split() for n, t in docs.items()})
+    _compact(sql)
+    out = sql.execute("SELECT dna.set_search_config('rt', 'simple')").fetchone()[0]
+    assert out["retokenized"] == 3
+    _postings_are_exact(sql)
+    tokens = {n: sql.execute("SELECT array_agg(t) FROM unnest(tsvector_to_array(to_tsvector('simple', %s))) AS t, "
+                             "LATERAL generate_series(1, cardinality((SELECT positions FROM unnest(to_tsvector('simple', %s)) "
+                             "WHERE lexeme = t))) AS g", (body, body)).fetchone()[0] for n, body in docs.items()}
+    got = {n: s for n, s, _ in _lane(sql, "rt", "the cats", k=10)}
+    assert got == pytest.approx(bm25_reference(tokens, ["the", "cats"], K1, B), abs=1e-8)
+
+
+def test_index_documents_checks_everything_before_writing(sql):
+    """Plain SQL: a bad element fails the whole call with a message naming it, and writes nothing."""
+    cases = [
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a}', '{x,y}', model_id => %s)", "22023", "one element per name"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,a}', '{x,y}', model_id => %s)", "22023", "appears 2 times"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,\" \"}', '{x,y}', model_id => %s)", "22023", "document 2"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,b}', ARRAY['x', repeat('y', 1000001)], model_id => %s)",
+         "22001", "document 2"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,b}', '{x,\"\"}', model_id => %s)", "22023", "both empty"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,b}', '{x,y}', "
+         "ARRAY[dna.fake_embed('x'), dna.fake_embed('y', 768)], %s)", "22023", "one width"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc}', '{a}', '{x}', model_id => 'nobody-' || %s)", "22023", "unknown model_id"),
+    ]
+    import psycopg
+
+    for query, state, words in cases:
+        with pytest.raises(psycopg.Error) as info:
+            sql.execute(query, (MODEL,))
+        assert info.value.sqlstate == state, query
+        assert words in str(info.value), (query, str(info.value))
+    assert sql.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE scope = 'bad'").fetchone()[0] == 0
+    assert sql.execute("SELECT count(*) FROM dna.dna_bm25_docs WHERE scope = 'bad'").fetchone()[0] == 0
+    got = sql.execute("SELECT ord, name, action, embedded FROM dna.index_documents('ok', '{Doc,Doc}', '{b,a}', '{x,y}', "
+                      "ARRAY[dna.fake_embed('x'), NULL], %s)", (MODEL,)).fetchall()
+    assert got == [(1, "b", "inserted", True), (2, "a", "inserted", False)]
+    again = sql.execute("SELECT ord, action FROM dna.index_documents('ok', '{Doc,Doc}', '{b,a}', '{x,changed}', "
+                        "model_id => %s)", (MODEL,)).fetchall()
+    assert again == [(1, "unchanged"), (2, "updated")]
