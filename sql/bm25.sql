@@ -424,40 +424,13 @@ BEGIN
     FROM sel;
     ms := ms || jsonb_build_object('chunks', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
-    -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept.
-    IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN  -- the common case: nothing to leave out
-        WITH post AS (
-            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, ch.w * (k1 + 1) AS wk,
-                   ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
-            FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
-                     AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
-            JOIN dna.dna_bm25_chunks AS c
-              ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-             AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
-            JOIN dna.dna_bm25_segments AS sg
-              ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
-            CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
-            UNION ALL
-            SELECT p.doc_id, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
-            FROM unnest(lex, w) AS q (lexeme, w)
-            JOIN dna.dna_bm25_postings AS p
-              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
-            WHERE kinds IS NULL OR p.kind = ANY (kinds)),
-        acc AS (
-            SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
-            FROM post AS a
-            GROUP BY a.doc_id
-            ORDER BY 2 DESC, 1
-            LIMIT cand + 1)
-        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
-        INTO docs, accs
-        FROM acc;
-    ELSE
+    -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept
+    --    (tombstoned and shadowed documents left out: with none, an anti-join with nothing).
     WITH tomb AS MATERIALIZED (
         SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
         WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
     post AS (
-        SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, ch.w,
+        SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, ch.w * (k1 + 1) AS wk,
                ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
         FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
                  AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
@@ -468,13 +441,13 @@ BEGIN
           ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
         CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
         UNION ALL
-        SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
+        SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
         FROM unnest(lex, w) AS q (lexeme, w)
         JOIN dna.dna_bm25_postings AS p
           ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
         WHERE kinds IS NULL OR p.kind = ANY (kinds)),
     acc AS (
-        SELECT a.doc_id, sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) AS acc
+        SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
         FROM post AS a
         WHERE NOT (a.doc_id = ANY (st.shadowed))
           AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
@@ -484,7 +457,6 @@ BEGIN
     SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
     INTO docs, accs
     FROM acc;
-    END IF;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
     ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000);
