@@ -351,7 +351,8 @@ BEGIN
         IF report THEN
             PERFORM set_config('dna.bm25_explain', jsonb_build_object(
                 'path', 'exact', 'exact', true, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
-                'idf', to_jsonb(w), 'postings', readable, 'budget', budget)::text, true);
+                'idf', to_jsonb(w), 'postings', readable, 'budget', budget, 'budget_asked', budget,
+                'ms_since_start', ms)::text, true);
         END IF;
         RETURN QUERY
         WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
@@ -475,13 +476,20 @@ BEGIN
     r_docs := coalesce(r_docs, '{}');
     ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000);
 
+    IF cardinality(r_docs) < top AND rest > 0 THEN
+        -- The budget read fewer documents than asked for (a tiny budget): answer exhaustively.
+        RETURN QUERY SELECT * FROM dna.bm25_lane(scope, model_id, tenant, terms, k1, b, top, kinds, budget,
+                                                 true, report, candidates);
+        RETURN;
+    END IF;
+
     -- 4. Certificate: no document outside the rescored ones can reach the top-th exact score.
     theta := CASE WHEN cardinality(r_docs) >= top THEN r_scores[top] ELSE 0 END;
     certified := theta > cut + rest OR (rest = 0 AND cardinality(docs) <= cand);
     IF report THEN
         PERFORM set_config('dna.bm25_explain', jsonb_build_object(
             'path', 'budgeted', 'exact', certified, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
-            'idf', to_jsonb(w), 'postings', readable, 'budget', spent, 'rarest_df', rarest,
+            'idf', to_jsonb(w), 'postings', readable, 'budget', spent, 'budget_asked', budget, 'rarest_df', rarest,
             'postings_read', read_postings,
             'chunks_read', cardinality(c_seg), 'candidates', cand, 'rescored', cardinality(r_docs),
             'theta', theta, 'cut', cut, 'unread_bound', rest, 'ms_since_start', ms)::text, true);
@@ -596,6 +604,7 @@ $$;
 COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
 'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
 'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
-'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, ms_since_start '
+'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, budget_asked and '
+'budget (the one spent: doubled for a query without a rare term, rarest_df > budget), ms_since_start '
 '(milliseconds from the lane''s start to the end of each phase: stats, df, chunks, accumulate, rescore), hits, k}. '
 'An empty object plus hits = 0 when nothing matches. Errors as dna.bm25.';

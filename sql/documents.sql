@@ -220,7 +220,8 @@ COMMENT ON FUNCTION dna.index_documents(text, text[], text[], text[], vector[], 
 'document (at most 100000 per call). Embeddings: one width per call (a NULL element: lexical only; a '
 'zero vector is stored as NULL); without any, model_id must be registered. Idempotent by text hash. '
 'Returns one row per input document in input order: ord (1-based position), kind, name, action '
-'(inserted|updated|embedded|unchanged), text_hash, embedded. Every document is checked before anything '
+'(inserted|updated|embedded|unchanged), text_hash, embedded. A NULL title or snippet is stored as NULL (an '
+'upsert replaces the row: omitting titles clears them). Every document is checked before anything '
 'is written; the error names the first bad one by position. Errors: 22023 (blank keys, empty text, '
 'arrays of different lengths, a (kind, name) twice, mixed widths, unknown model_id without vectors), 22001 '
 '(kind > 200, name > 512 characters, text > 1000000 bytes), 54000 (more than 100000 documents), 42P01 '
@@ -248,6 +249,8 @@ BEGIN
            count(*) AS n
     INTO b FROM gone AS g;
     IF b.n = 0 THEN
+        RAISE NOTICE 'no staged rows for batch % (of role %): nothing indexed', batch, current_user
+            USING ERRCODE = '02000', HINT = 'COPY into dna.dna_index_staging and call dna.index_staged in one transaction.';
         RETURN;
     END IF;
     IF b.distinct_ords <> b.n THEN

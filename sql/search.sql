@@ -131,6 +131,12 @@ BEGIN
     IF dims IS NULL OR dims < 1 THEN
         RAISE EXCEPTION 'dims must be a positive integer, got %', dims USING ERRCODE = '22023';
     END IF;
+    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF known <> dims THEN                                 -- a wrong-width vector: 22023 before any 42P01
+        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
+            USING ERRCODE = '22023',
+                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+    END IF;
     PERFORM dna.search_table(dims);                       -- unknown width: fail before writing
     INSERT INTO dna.dna_models AS m (model_id, dims, description)
     VALUES (model_id, dims, description)

@@ -88,6 +88,12 @@ def test_exact_path_when_postings_fit_the_budget(sql, mixed_scope):
     assert plan["path"] == "budgeted" and plan["postings_read"] <= plan["budget"] < plan["postings"]
     assert plan["budget"] == (40 if plan["rarest_df"] > 20 else 20)     # no rare term: twice the budget
     assert plan["rescored"] > 0 and plan["unread_bound"] > 0
+    # a budget too small to reach k documents still answers k rows (exhaustively once too few were read)
+    _compact(sql)                                                       # no memtable to fall back on
+    full = {n: s for n, s, _ in _lane(sql, "z", "w00 w01 w02", k=400, exact=True)}
+    tiny = _lane(sql, "z", "w00 w01 w02", k=5, budget=1)
+    assert len(tiny) == 5 and all(s == pytest.approx(full[n], abs=1e-9) for n, s, _ in tiny)
+    assert all(r[2] for r in tiny)                                      # the fallback is exhaustive
     # a rare term dominates: the certificate proves the budgeted top-1 exact
     rare = _lane(sql, "z", "w59 w00", k=1, budget=40)
     assert rare and rare[0][2] is True
@@ -189,6 +195,8 @@ def test_index_documents_checks_everything_before_writing(sql):
         ("SELECT * FROM dna.index_documents('bad', '{Doc,Doc}', '{a,b}', '{x,y}', "
          "ARRAY[dna.fake_embed('x'), dna.fake_embed('y', 768)], %s)", "22023", "one width"),
         ("SELECT * FROM dna.index_documents('bad', '{Doc}', '{a}', '{x}', model_id => 'nobody-' || %s)", "22023", "unknown model_id"),
+        ("SELECT * FROM dna.index_documents('bad', '{Doc}', '{a}', '{x}', ARRAY['[1,2,3]'::vector], %s)", "22023",
+         "registered with 384 dimensions, not 3"),
     ]
     import psycopg
 
