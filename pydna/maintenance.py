@@ -86,9 +86,14 @@ def compaction_lines(report: dict[str, Any]) -> list[str]:
         if p.get("status") != "ok":
             lines.append(f"{where}: {p.get('status')} (its lock stayed taken: run it again)")
             continue
-        lines.append(f"{where}: sealed {p['sealed_documents']} documents, merged {p['merged_segments']} segments"
-                     f" → {p['segments']} segment{'s' if p['segments'] != 1 else ''}, {p['tombstones']} tombstones")
-    return lines or ["nothing to compact (no BM25 partition)"]
+        lines.append(f"{where}: sealed {_n(p['sealed_documents'], 'document')}, merged "
+                     f"{_n(p['merged_segments'], 'segment')} → {_n(p['segments'], 'segment')}, "
+                     f"{_n(p['tombstones'], 'tombstone')}")
+    return lines or ["nothing to compact: no documents are indexed in this scope (or in any, without --scope)"]
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 @dataclass
