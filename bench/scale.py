@@ -81,6 +81,9 @@ because the machine is shared):
 - agreement of the lexical lane with exhaustive BM25 at k = 10: queries whose top 10 is identical
   (same names in the same order, scores equal within 1e-9), mean overlap@10, how many answers say
   ``exact = true`` (and how many of those are not identical: a false certificate), nDCG@10 of both;
+  and the exact path itself against an oracle outside the BM25 index: exhaustive BM25 in plain SQL
+  from the search table's stored tsvectors (``--oracle`` queries, default 300 up to 200k documents,
+  100 above), top 10 names and scores (relative 1e-6);
 - ingest, live (into the built scope, every index live): ``--live`` more documents through
   ``dna.index_staged`` in ``--live-batch`` batches, then ``--single`` through ``dna.index_document``
   one statement each; then the budgeted and exact lexical lane again (the memtable now holds the
@@ -790,6 +793,57 @@ def quality(res: dict, qrels) -> dict:
     return out
 
 
+def oracle(conn, model_id: str, qids, queries, exact: dict, k1: float, b: float, limit: int) -> dict:
+    """An independent check of the exact path: exhaustive BM25 in plain SQL straight from the search
+    table's stored tsvectors (the formula of sql/bm25.sql: tf = positions of the lexeme, len = Σ tf,
+    N and avglen over the scope, Lucene idf, ties by name), for the first ``limit`` queries, against
+    the top 10 of ``dna.bm25(..., exact => true)`` (``exact``: run10 rows name, score, exact)."""
+    qs = qids[:limit]
+    terms = {q: conn.execute("SELECT dna.bm25_terms(%s, (SELECT ts_config FROM dna.search_config(%s)))",
+                             (queries[q], SCOPE)).fetchone()[0] or [] for q in qs}
+    every = sorted({t for ts in terms.values() for t in ts})
+    t0 = time.perf_counter()
+    with conn.transaction():
+        conn.execute("CREATE TEMP TABLE o_len ON COMMIT DROP AS SELECT d.doc_id, d.name, "
+                     "(SELECT coalesce(sum(coalesce(cardinality(u.positions), 1)), 0) FROM unnest(d.tsv) AS u)::float8 AS len "
+                     "FROM dna.dna_search_docs_384 AS d WHERE d.scope = %s AND d.model_id = %s AND d.tenant = ''",
+                     (SCOPE, model_id))
+        conn.execute("CREATE TEMP TABLE o_post ON COMMIT DROP AS SELECT d.doc_id, u.lexeme, "
+                     "coalesce(cardinality(u.positions), 1)::float8 AS tf "
+                     "FROM dna.dna_search_docs_384 AS d, unnest(d.tsv) AS u "
+                     "WHERE d.scope = %s AND d.model_id = %s AND d.tenant = '' AND u.lexeme = ANY (%s)",
+                     (SCOPE, model_id, every))
+        conn.execute("CREATE INDEX ON o_post (lexeme)")
+        conn.execute("ANALYZE o_len; ANALYZE o_post")
+        n_docs, avgl = conn.execute("SELECT count(*), avg(len) FROM o_len").fetchone()
+        build_s = time.perf_counter() - t0
+        identical = same_names = 0
+        worst = 0.0
+        bad = []
+        for q in qs:
+            rows = conn.execute(
+                "WITH q AS (SELECT p.lexeme, ln(1 + (%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf "
+                "           FROM o_post AS p WHERE p.lexeme = ANY (%(t)s) GROUP BY p.lexeme) "
+                "SELECT l.name, sum(q.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * l.len / %(avgl)s))) AS s "
+                "FROM q JOIN o_post AS p ON p.lexeme = q.lexeme JOIN o_len AS l ON l.doc_id = p.doc_id "
+                "GROUP BY l.name ORDER BY s DESC, l.name LIMIT %(k)s",
+                {"n": float(n_docs), "t": list(dict.fromkeys(terms[q])), "k1": k1, "b": b, "avgl": float(avgl),
+                 "k": K}).fetchall()
+            e = exact.get(q, [])
+            names = [r[0] for r in rows] == [r[0] for r in e]
+            diff = max((abs(float(x[1]) - float(y[1])) / max(1.0, abs(float(x[1]))) for x, y in zip(rows, e)), default=0.0)
+            same_names += names
+            worst = max(worst, diff) if names else worst
+            if names and diff <= 1e-6:
+                identical += 1
+            elif len(bad) < 10:
+                bad.append({"qid": q, "oracle": [[r[0], round(float(r[1]), 6)] for r in rows],
+                            "dna.bm25 exact": [[r[0], round(float(r[1]), 6)] for r in e]})
+    return {"queries": len(qs), "identical_top10": identical, "same_names": same_names,
+            "max_rel_score_diff": worst, "n_docs": n_docs, "avg_len": float(avgl), "build_s": round(build_s, 1),
+            "seconds": round(time.perf_counter() - t0, 1), "mismatches": bad}
+
+
 def agreement(budget: dict, exact: dict) -> dict:
     """Budgeted vs exhaustive top-10 per query (``run10`` rows: name, score, exact)."""
     identical = certified = false_cert = exact_said = 0
@@ -874,8 +928,11 @@ class NumpyExact:
         return [(self.ids[i], float(s[i])) for i in top]
 
 
-def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels, k1, b, passes) -> tuple[dict, dict, dict]:
-    """(results, ingest, info) of the peers on the rows of one scope."""
+def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels, k1, b, passes,
+              sqlite_queries: int | None = None) -> tuple[dict, dict, dict]:
+    """(results, ingest, info) of the peers on the rows of one scope. ``sqlite_queries``: the SQLite
+    peers answer only the first that many test queries (their exact scans take seconds per query at
+    1M documents); their quality is then over that subset, which the info says."""
     results, ingest, info = {}, {}, {}
     cpu = ProcessCpu()
     exact = NumpyExact([d["_id"] for d in docs], vectors)
@@ -892,9 +949,13 @@ def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels
     info["sqlite"] = {**sq.versions, "fts5": "porter unicode61, bm25() k1=1.2 b=0.75", "vec0": "cosine, exact",
                       "rrf": "k=10, weights dense 1 / lexical 1.5, depth max(4k,100)"}
     log(f"  sqlite loaded: FTS5 {sq.fts_s:.1f} s, vec0 {sq.vec_s:.1f} s")
+    sq_qids = qids[:sqlite_queries] if sqlite_queries else qids
+    if len(sq_qids) < len(qids):
+        info["sqlite"]["queries"] = f"the first {len(sq_qids)} of the {len(qids)} test queries"
     for name, fn in (("sqlite-fts5", sq.lexical), ("sqlite-vec", sq.dense), ("sqlite-hybrid", sq.hybrid)):
-        log(f"  peer {name} …")
-        results[name] = run_mode(fn, cpu, qids, queries, qvecs, passes)
+        log(f"  peer {name} ({len(sq_qids)} queries) …")
+        results[name] = run_mode(fn, cpu, sq_qids, queries, qvecs, passes)
+        results[name]["queries"] = len(sq_qids)
     if live_docs:
         t = time.perf_counter()
         for a in range(0, len(live_docs), 1000):
@@ -974,6 +1035,11 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
         if has_function(conn, "bm25_explain"):
             out["explain"] = explain(qconn, model_id, qids, queries, res["bm25"])
             log(f"  explain: {json.dumps({k: v for k, v in out['explain'].items() if k != 'per_query'})}")
+        n_oracle = args.oracle if args.oracle is not None else (300 if n <= 200_000 else 100)
+        if n_oracle:
+            log(f"oracle: exhaustive BM25 from the stored tsvectors, {n_oracle} queries …")
+            out["oracle"] = oracle(qconn, model_id, qids, queries, res["bm25-exact"]["run10"], cfg[1], cfg[2], n_oracle)
+            log(f"  oracle: {json.dumps({k: v for k, v in out['oracle'].items() if k != 'mismatches'})}")
         # the exact numpy KNN is the dense reference (run by the peers below; computed here too when peers are off)
         nexact = NumpyExact(corpus.ids(0, n), corpus.vectors(0, n))
         ex10 = {q: [d for d, _ in nexact(queries[q], qvecs[q], K)] for q in qids}
@@ -998,6 +1064,11 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
                 out["explain_after_live"] = explain(qconn, model_id, qids, queries, res["bm25 (after live)"])
             out["agreement_after_live"] = agreement(res["bm25 (after live)"]["run10"], res["bm25-exact (after live)"]["run10"])
             log(f"  agreement after live: {json.dumps({k: v for k, v in out['agreement_after_live'].items() if not k.endswith('qids')})}")
+            if n_oracle:
+                out["oracle_after_live"] = oracle(qconn, model_id, qids, queries, res["bm25-exact (after live)"]["run10"],
+                                                  cfg[1], cfg[2], n_oracle)
+                log(f"  oracle after live: "
+                    f"{json.dumps({k: v for k, v in out['oracle_after_live'].items() if k != 'mismatches'})}")
             t = time.perf_counter()
             c = conn.execute("SELECT dna.bm25_compact(%s)", (SCOPE,)).fetchone()[0]
             out["live"]["compact_after"] = {"seconds": round(time.perf_counter() - t, 2), "result": c, "load1": load1()}
@@ -1013,7 +1084,8 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
             live_docs = corpus.docs(live_start, live_start + n_live)
             single_docs = corpus.docs(live_start + n_live, live_start + n_live + n_single)
             peers, pingest, pinfo = run_peers(docs, vecs, live_docs, single_docs, qids, queries, qvecs, qrels,
-                                              cfg[1], cfg[2], passes)
+                                              cfg[1], cfg[2], passes,
+                                              sqlite_queries=args.sqlite_queries if args.sqlite_queries is not None else (None if n <= 200_000 else 100))
             out["peers"], out["peer_ingest"], out["peer_info"] = peers, pingest, pinfo
             del docs, vecs
     finally:
@@ -1088,6 +1160,11 @@ def table_rows(size: dict) -> list[tuple]:
             if "postings_p50" in e:
                 parts.append(f"Σdf p50/p95 {e['postings_p50']:,.0f}/{e['postings_p95']:,.0f}")
             row(label, ", ".join(parts))
+    for key, label in (("oracle", "bm25-exact vs plain-SQL BM25 from the tsvectors"), ("oracle_after_live", "… after live writes")):
+        o = size.get(key)
+        if o:
+            row(label, f"identical {o['identical_top10']}/{o['queries']} (names {o['same_names']}), "
+                       f"max score diff {o['max_rel_score_diff']:.1e}")
     for key, label in (("agreement", "bm25 vs bm25-exact (top 10)"), ("agreement_after_live", "… after live writes")):
         a = size.get(key)
         if a:
@@ -1121,10 +1198,16 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: --docs 20000, --live 2000, --single 100")
     ap.add_argument("--batch", type=int, default=10_000, help="documents per COPY + dna.index_staged transaction")
     ap.add_argument("--loaders", type=int, default=2, help="parallel loader sessions of the bulk load (one per core)")
+    ap.add_argument("--sqlite-queries", type=int, default=None,
+                    help="test queries the SQLite peers answer (default all up to 200k documents, the first 100 above: "
+                         "their exact scans take seconds per query at 1M)")
     ap.add_argument("--live", type=int, default=5000, help="live documents through dna.index_staged after the build")
     ap.add_argument("--live-batch", type=int, default=1000)
     ap.add_argument("--single", type=int, default=300, help="live documents through dna.index_document")
     ap.add_argument("--passes", type=int, default=None, help="timed k=10 passes (default 3 up to 200k docs, 1 above)")
+    ap.add_argument("--oracle", type=int, default=None,
+                    help="queries checked against exhaustive BM25 in plain SQL from the tsvectors "
+                         "(default 300 up to 200k docs, 100 above; 0 = off)")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the databases (and the embedded server's folder)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale.json"))
@@ -1171,6 +1254,8 @@ def main(argv=None) -> int:
             size, runs = strip_runs(run_size(srv, corpus, n, model_id, qids, queries, qvecs, qrels, args))
             results.append(size)
             all_runs.update(runs)
+            # a long run keeps what it measured so far
+            Path(args.out).with_suffix(".partial.json").write_text(json.dumps(results, indent=1, default=str))
     finally:
         srv.close()
     load_after = os.getloadavg()
