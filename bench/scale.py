@@ -3,8 +3,9 @@
 Usage (from the repository root)::
 
     python bench/scale.py [DATASET_DIR] [--docs 100000,1000000] [--dsn DSN] [--quick]
-                          [--batch 10000] [--live 5000] [--live-batch 1000] [--single 300]
-                          [--passes N] [--no-peers] [--keep] [--out bench/results/scale.json]
+                          [--batch 10000] [--loaders 2] [--live 5000] [--live-batch 1000] [--single 300]
+                          [--passes N] [--oracle N] [--sqlite-queries N] [--no-peers] [--keep]
+                          [--out bench/results/scale.json]
 
 ``DATASET_DIR`` (BEIR layout) defaults to ``../shared/data/scifact``. ``--quick`` is ``--docs 20000``
 with a smaller live phase (a smoke run). Progress goes to stderr; the table to stdout; the JSON to
