@@ -442,8 +442,10 @@ BEGIN
         sealed := dna.bm25_seal(p.scope, p.model_id, p.tenant);
         merged := 0;
         LOOP
-            -- A level that holds 8 segments is merged into one; segments with >= 10% tombstoned
-            -- documents are rewritten with it. full_merge: everything into one segment.
+            -- A level that holds 8 segments is merged into one (level 0, segments under 8,000
+            -- documents, as soon as it holds 4: each one costs every query a round of chunk headers
+            -- and small merges are cheap); segments with >= 10% tombstoned documents are rewritten
+            -- with it. full_merge: everything into one segment.
             SELECT array_agg(s.seg_id ORDER BY s.seg_id) INTO segs
             FROM dna.dna_bm25_segments AS s
             LEFT JOIN LATERAL (SELECT count(*) AS n FROM dna.dna_bm25_tombstones AS t
@@ -454,7 +456,8 @@ BEGIN
                    OR t.n * 10 >= s.n_docs
                    OR s.level = (SELECT s2.level FROM dna.dna_bm25_segments AS s2
                                  WHERE s2.scope = p.scope AND s2.model_id = p.model_id AND s2.tenant = p.tenant
-                                 GROUP BY s2.level HAVING count(*) >= 8 ORDER BY s2.level LIMIT 1));
+                                 GROUP BY s2.level HAVING count(*) >= CASE WHEN s2.level = 0 THEN 4 ELSE 8 END
+                                 ORDER BY s2.level LIMIT 1));
             EXIT WHEN segs IS NULL OR (cardinality(segs) = 1 AND NOT EXISTS (
                 SELECT 1 FROM dna.dna_bm25_tombstones AS t
                 WHERE t.scope = p.scope AND t.model_id = p.model_id AND t.tenant = p.tenant AND t.seg_id = segs[1]));
@@ -477,7 +480,8 @@ $$;
 
 COMMENT ON FUNCTION dna.bm25_compact(text, text, text, boolean, integer) IS
 'Maintenance (an operator or a scheduled job runs it; no verb does): per BM25 partition (scope, model_id, '
-'tenant; NULL = all) seals the memtable into a segment, merges every level holding 8 segments (and '
+'tenant; NULL = all) seals the memtable into a segment, merges every level holding 8 segments (level 0, '
+'segments under 8,000 documents: 4) (and '
 'segments with >= 10% tombstoned documents), dropping tombstoned postings; full_merge => true merges '
 'each partition into one segment (fastest queries, after a bulk load). Idempotent; answers are the same '
 'before and after (exact BM25 statistics either way). Safe beside reads and writes: it takes the '

@@ -213,3 +213,20 @@ def test_index_documents_checks_everything_before_writing(sql):
     again = sql.execute("SELECT ord, action FROM dna.index_documents('ok', '{Doc,Doc}', '{b,a}', '{x,changed}', "
                         "model_id => %s)", (MODEL,)).fetchall()
     assert again == [(1, "unchanged"), (2, "updated")]
+
+
+def test_small_segments_merge_at_four(sql):
+    """Each bulk statement (>= 1,000 documents) is its own segment; compaction merges level 0 once it
+    holds 4 of them, and answers do not change."""
+    sql.execute("SELECT dna.set_search_config('lv', 'simple')")
+    docs = _corpus(random.Random(5), 4000)
+    names = sorted(docs)
+    for i in range(3):
+        _index_many(sql, "lv", {n: docs[n] for n in names[i * 1000:(i + 1) * 1000]})
+    assert _compact(sql)["partitions"][0]["merged_segments"] == 0            # 3 small segments stay
+    _index_many(sql, "lv", {n: docs[n] for n in names[3000:]})
+    before = _lane(sql, "lv", "w00 w03 w17", k=20, exact=True)
+    out = _compact(sql)["partitions"][0]
+    assert out["merged_segments"] == 4 and out["segments"] == 1
+    assert _lane(sql, "lv", "w00 w03 w17", k=20, exact=True) == before
+    _postings_are_exact(sql)
