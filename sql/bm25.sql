@@ -176,25 +176,20 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     parts text[] := CASE WHEN tenant = '' THEN ARRAY[''] ELSE ARRAY['', tenant] END;
-    seg record;
-    mem record;
-    dead record;
     sh record;
     tbl regclass;
 BEGIN
-    -- N = sealed + memtable − tombstoned documents: rows no writer updates in place.
-    SELECT coalesce(sum(s.n_docs), 0)::bigint AS n, coalesce(sum(s.total_len), 0)::bigint AS len INTO seg
-    FROM dna.dna_bm25_segments AS s
-    WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = ANY (parts);
-    SELECT count(*)::bigint AS n, coalesce(sum(d.doc_len), 0)::bigint AS len INTO mem
-    FROM dna.dna_bm25_docs AS d
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = ANY (parts) AND d.seg_id IS NULL;
-    SELECT count(*)::bigint AS n, coalesce(sum(t.doc_len), 0)::bigint AS len INTO dead
-    FROM dna.dna_bm25_tombstones AS t
-    WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts);
-    n_docs := seg.n + mem.n - dead.n;
-    total_len := seg.len + mem.len - dead.len;
-    tombstones := dead.n;
+    -- N = sealed + memtable − tombstoned documents: rows no writer updates in place (one statement).
+    SELECT g.n + m.n - t.n, g.len + m.len - t.len, t.n INTO n_docs, total_len, tombstones
+    FROM (SELECT coalesce(sum(s.n_docs), 0)::bigint AS n, coalesce(sum(s.total_len), 0)::bigint AS len
+          FROM dna.dna_bm25_segments AS s
+          WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = ANY (parts)) AS g,
+         (SELECT count(*)::bigint AS n, coalesce(sum(d.doc_len), 0)::bigint AS len
+          FROM dna.dna_bm25_docs AS d
+          WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = ANY (parts) AND d.seg_id IS NULL) AS m,
+         (SELECT count(*)::bigint AS n, coalesce(sum(x.doc_len), 0)::bigint AS len
+          FROM dna.dna_bm25_tombstones AS x
+          WHERE x.scope = scope AND x.model_id = model_id AND x.tenant = ANY (parts)) AS t;
     shadowed := '{}';
     IF tenant <> '' AND n_docs > 0 THEN
         -- Base rows shadowed by a row of this tenant leave the partition.

@@ -322,8 +322,10 @@ BEGIN
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
-    SELECT * INTO st FROM dna.bm25_stats(scope, model_id, tenant);   -- tenant is resolved above
-    IF st.n_docs <= 0 THEN
+    -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
+    -- the lexical lane computes the statistics itself.
+    IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x
+                   WHERE x.scope = scope AND x.model_id = model_id AND x.tenant IN ('', tenant)) THEN
         -- Nothing indexed with this model here: say so (psql shows the NOTICE, clients surface it)
         -- instead of an empty answer that looks like "no match".
         RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
