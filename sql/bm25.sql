@@ -301,7 +301,7 @@ BEGIN
     IF st.n_docs <= 0 THEN
         RETURN;
     END IF;
-    ms := ms || jsonb_build_object('stats', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    IF report THEN ms := ms || jsonb_build_object('stats', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
     n := st.n_docs;
     avgl := CASE WHEN st.avg_len > 0 THEN st.avg_len ELSE 1 END;
     kk := k1 * (1 - b);
@@ -339,7 +339,7 @@ BEGIN
     IF lex IS NULL THEN
         RETURN;
     END IF;
-    ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    IF report THEN ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     IF exhaustive OR top IS NULL OR readable <= budget THEN
         -- Exact path: every posting of the query terms, scored and summed.
@@ -418,7 +418,7 @@ BEGIN
                                              GROUP BY x.lexeme) AS r), 0)
     INTO c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, read_postings, rest
     FROM sel;
-    ms := ms || jsonb_build_object('chunks', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    IF report THEN ms := ms || jsonb_build_object('chunks', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept
     --    (tombstoned and shadowed documents left out: with none, an anti-join with nothing).
@@ -455,7 +455,7 @@ BEGIN
     FROM acc;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
-    ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    IF report THEN ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     -- 3. Exact BM25 of the best C from their forward rows (jsonb lexeme → tf: a key lookup is a
     --    binary search, ~3x faster than array_position over the lexemes).
@@ -469,7 +469,7 @@ BEGIN
           WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand]) AND g.tf IS NOT NULL
           GROUP BY f.doc_id) AS r;
     r_docs := coalesce(r_docs, '{}');
-    ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    IF report THEN ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     IF cardinality(r_docs) < top AND rest > 0 THEN
         -- The budget read fewer documents than asked for (a tiny budget): answer exhaustively.

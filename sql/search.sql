@@ -282,7 +282,6 @@ DECLARE
     lane_filter text;
     dense_sql text;
     terms text[] := '{}';
-    st record;
     retired integer := 0;
     degraded boolean := query_embedding IS NULL;
 BEGIN
@@ -355,7 +354,7 @@ BEGIN
         't.scope = $1 AND t.model_id = $2
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
-         AND ($20::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $20)
+         AND ($17::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $17)
          AND %s',
         CASE WHEN tenant = '' THEN 't.tenant = '''''
              ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
@@ -385,19 +384,19 @@ BEGIN
 
     -- Lexical lane: BM25 (dna.bm25_lane, as dna.bm25) over the OR of the query's lexemes; the
     -- overlay is in the partition (shadowed base rows left out) and the Kind filter is in the
-    -- postings, so the scores are cut at $19 (ties included) before the join to the documents:
+    -- postings, so the scores are cut at $16 (ties included) before the join to the documents:
     -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
-    -- starve the lane. Only a name_prefix (a document column) needs every score ($19 NULL).
+    -- starve the lane. Only a name_prefix (a document column) needs every score ($16 NULL).
     -- The lane's certificate (exact) is carried to every hit.
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
              SELECT d.kind, d.name, d.tenant, c.score AS lexical_score, c.exact,
                     row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
-             FROM dna.bm25_lane($1, $2, $6, $8, $16, $17, $19, $5) AS c
+             FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
              WHERE ($7::text IS NULL OR starts_with(d.name, $7))
-               AND ($20::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $20)
+               AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
              ORDER BY c.score DESC, d.kind, d.name, d.tenant
              LIMIT $13
          ),
@@ -420,8 +419,7 @@ BEGIN
                        AND doc.name = f.name AND doc.tenant = f.tenant
          ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
-              weights, rrf_k, k, degraded, lexical_depth,
-              NULL::float8, NULL::float8, cfg.bm25_k1, cfg.bm25_b, NULL::bigint[],
+              weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
 END
 $$;
