@@ -246,7 +246,7 @@ def upgrade() -> None:
         op.execute(_old_triggers(dims))
     op.execute("DROP FUNCTION dna.bm25_maintain()")
     for name in PLANE_FILES:
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (later revisions replace them)
     for dims in WIDTHS:
         op.execute(_text(_backfill(dims)))
     op.execute("DROP TABLE dna.dna_bm25_stats")
@@ -311,7 +311,7 @@ def downgrade() -> None:
     op.execute("DROP TABLE dna.dna_index_staging")  # with its constraint trigger, before the functions go
     for dims in WIDTHS:
         op.execute(_drop_statement_triggers(dims))
-    op.execute(drop_plane_functions(("bm25.sql", "bm25_write.sql", "documents.sql", "search.sql")))
+    op.execute(drop_plane_functions(("bm25.sql", "bm25_write.sql", "documents.sql", "search.sql"), frozen_in=revision))
     op.execute(read_sql("bm25.sql", frozen_in="0001_foundation"))
     op.execute(read_sql("search.sql", frozen_in="0001_foundation"))
     op.execute(read_sql("tenancy.sql", frozen_in="0009_tenancy"))
