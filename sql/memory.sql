@@ -308,6 +308,18 @@ COMMENT ON FUNCTION dna.affect_factor(text) IS
 'Recall multiplier of an affect: triumph 1.2, regret 1.3, surprise 1.5, wistful 1.0, ominous 1.4, '
 'anything else (neutral, NULL) 1.0. Pure.';
 
+CREATE OR REPLACE FUNCTION dna.memory_affects()
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ARRAY['triumph', 'regret', 'surprise', 'wistful', 'ominous', 'neutral']
+$$;
+
+COMMENT ON FUNCTION dna.memory_affects() IS
+'The affects a memory may carry (spec.affect, checked by dna.prepare_memory_spec), in the order `dna memory '
+'remember --help` lists them: triumph, regret, surprise, wistful, ominous, neutral (the default: no '
+'affect given). dna.affect_factor gives each its recall multiplier. Pure.';
+
 CREATE OR REPLACE FUNCTION dna.memory_retention(spec jsonb, now timestamptz)
 RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -721,7 +733,7 @@ RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    PERFORM dna.check_key('kind', kind, 200);
+    PERFORM dna.check_kind(kind);                         -- the name rule (sql/catalog.sql)
     IF NOT (kind = ANY (dna.recallable_kinds())) THEN
         RAISE EXCEPTION '% is not a memory Kind (memory Kinds: %)', quote_literal(kind),
             array_to_string(dna.recallable_kinds(), ', ')
@@ -889,6 +901,11 @@ BEGIN
             RAISE EXCEPTION 'spec.% must be an ISO-8601 timestamp string, got %', f, spec -> f USING ERRCODE = '22007';
         END IF;
     END LOOP;
+    IF jsonb_typeof(spec -> 'affect') = 'string' AND NOT (spec ->> 'affect' = ANY (dna.memory_affects())) THEN
+        RAISE EXCEPTION 'spec.affect % is not an affect (affects: %)', quote_literal(spec ->> 'affect'),
+            array_to_string(dna.memory_affects(), ', ')
+            USING ERRCODE = '22023', HINT = 'Leave it out for neutral.';
+    END IF;
     IF spec ? 'confidence_score' AND NOT (
            jsonb_typeof(spec -> 'confidence_score') = 'number'
            OR lower(spec ->> 'confidence_score') IN ('faint', 'firm', 'burning')) THEN
@@ -952,7 +969,8 @@ COMMENT ON FUNCTION dna.prepare_memory_spec(text, jsonb, timestamptz) IS
 'claims canonicalised (dna.validate_claims). Rules: Engram summary required, <= 280 chars; other '
 'Kinds need text in their embed fields; summary/title/body/area/affect/memory_type strings; tags and '
 'source_refs lists of strings; encoding_context.co_topics <= 5; confidence_score a number or '
-'faint|firm|burning; engram_stability_days > 0. Errors: 22023, 22001 (summary too long), 22007 (bad timestamp).';
+'faint|firm|burning; engram_stability_days > 0; affect one of dna.memory_affects() (triumph, regret, surprise, '
+'wistful, ominous, neutral). Errors: 22023, 22001 (summary too long), 22007 (bad timestamp).';
 
 -- ---------------------------------------------------------------------------------------------
 -- The write path: triggers on dna_instances (created by migration 0002_memory)
@@ -1245,7 +1263,7 @@ DECLARE
     f text;
     ver record;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
     at := coalesce(dna.check_now(now), now());
@@ -1394,7 +1412,7 @@ DECLARE
     tbl regclass;
     result jsonb;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
@@ -1593,7 +1611,7 @@ DECLARE
     updated jsonb;
     already boolean;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     name := dna.check_key('name', name, 512);
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
@@ -1602,6 +1620,21 @@ BEGIN
     END IF;
     at := coalesce(dna.check_now(now), now());
     SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant, 'forget') AS l;
+    IF superseded_by IS NOT NULL AND NOT dna.json_truthy(stored -> 'superseded_by_memory') THEN
+        -- The successor is a memory of a memory Kind the caller can see in this scope: its own
+        -- partition or the shared base (row-level security hides the rest).
+        IF superseded_by = name THEN
+            RAISE EXCEPTION 'forget: %/% cannot be superseded by itself', kind, name USING ERRCODE = '22023';
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM dna.dna_instances AS i
+                       WHERE i.scope = scope AND i.name = superseded_by AND i.tenant IN (tenant, '')
+                         AND i.kind = ANY (dna.recallable_kinds())) THEN
+            RAISE EXCEPTION 'forget: superseded_by names no memory: no % in scope % (tenant %)',
+                quote_literal(superseded_by), quote_literal(scope), quote_literal(tenant)
+                USING ERRCODE = '23503',
+                      HINT = 'Remember the successor first (dna.remember), then forget this one with superseded_by => its name.';
+        END IF;
+    END IF;
     already := dna.json_truthy(stored -> 'valid_to');
     updated := stored;
     IF NOT already THEN
@@ -1627,8 +1660,10 @@ COMMENT ON FUNCTION dna.forget(text, text, text, text, text, timestamptz, boolea
 'records superseded_by in spec.superseded_by_memory. Never deletes. Idempotent: a memory already '
 'forgotten keeps its first valid_to (and its first superseded_by) and reports already_forgotten = '
 'true; nothing is written when nothing changes. Returns {kind, name, scope, tenant, valid_to, '
-'already_forgotten, superseded_by, written}. personal => true acts on the caller''s personal memory (42501 without an identity). Errors: P0002 (no such memory), 22023 (not a memory '
-'Kind, blank key), 22007 (infinite now), 42501 (reserved tenant).';
+'already_forgotten, superseded_by, written}. personal => true acts on the caller''s personal memory (42501 without an identity). '
+'superseded_by must name a memory (any memory Kind) of the scope in the same partition or the shared base. '
+'Errors: P0002 (no such memory), 23503 (superseded_by names no memory), 22023 (not a memory '
+'Kind, blank key, superseded by itself, scope outside the name rule), 22007 (infinite now), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.revive(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.revive(scope text, name text, revived_by text DEFAULT NULL,
@@ -1645,7 +1680,7 @@ DECLARE
     revival jsonb;
     revivals jsonb;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     name := dna.check_key('name', name, 512);
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
@@ -1691,7 +1726,7 @@ DECLARE
     items jsonb;
     total bigint;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF max_rows IS NULL OR max_rows < 0 OR max_rows > 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';

@@ -24,13 +24,15 @@ def test_client_remember_recall_forget_revive(client):
     res = mem.recall("team", "mutating documents safely", now=NOW + timedelta(days=1))
     assert res["semantic"] is True and res["degraded"] is False
     assert res["hits"][0]["name"] == r["name"] and res["reconsolidated"][0] == r["name"]
+    other = mem.remember("team", "always copy on write, never mutate in place", name="rem-other", now=NOW)
+    assert other["name"] == "rem-other"
     f = mem.forget("team", r["name"], superseded_by="rem-other", now=NOW + timedelta(days=2))
     assert f["already_forgotten"] is False
     assert r["name"] not in [h["name"] for h in mem.recall("team", "mutating documents", now=NOW + timedelta(days=3))["hits"]]
     assert mem.revive("team", r["name"], revived_by="me")["revived"] is True
     assert mem.revive("team", r["name"])["already_in_force"] is True
     listed = mem.list("team", include_invalid=True)
-    assert {m["name"] for m in listed["memories"]} == {r["name"], mem.remember("team", "banana tropical smoothie recipe",
+    assert {m["name"] for m in listed["memories"]} == {r["name"], "rem-other", mem.remember("team", "banana tropical smoothie recipe",
                                                                                area="Feature/food", now=NOW)["name"]}
 
 
@@ -88,9 +90,11 @@ def test_cli_remember_recall_forget_revive_list(dna):
     past = json.loads(dna("recall", "mutating documents", "--scope", "cli", "--as-of", "2020-01-01T00:00:00Z",
                           "--embedder", "fake", "--json").stdout)
     assert past["hits"] == [] and past["as_of"] == "2020-01-01T00:00:00+00:00"
+    dna("remember", "copy on write instead", "--name", "rem-new", "--scope", "cli", "--embedder", "fake")
     assert "forgotten" in dna("forget", name, "--superseded-by", "rem-new", "--scope", "cli").stdout
     assert "already forgotten" in dna("forget", name, "--scope", "cli").stdout
-    assert "0 memories" in dna("list", "--scope", "cli").stdout
+    listed = dna("list", "--scope", "cli").stdout
+    assert "1 memory in cli" in listed and name not in listed and "rem-new" in listed
     assert "[forgotten]" in dna("list", "--all", "--scope", "cli").stdout
     assert "revived" in dna("revive", name, "--scope", "cli").stdout
     assert "already in force" in dna("revive", name, "--scope", "cli").stdout

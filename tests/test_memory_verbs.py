@@ -354,6 +354,7 @@ def test_forget_is_bitemporal_and_idempotent(sql):
 
 def test_revive_round_trip_and_no_op(sql):
     remember(sql, "the plan is free", name="old")
+    remember(sql, "the plan is pro", name="new")       # a successor must exist (dna.forget checks it)
     one(sql, "SELECT dna.forget(%s, 'old', 'new', now => %s)", (S, NOW + timedelta(days=1)))
     n = len(versions(sql, "old"))
     rv = one(sql, "SELECT dna.revive(%s, 'old', 'alice', now => %s)", (S, NOW + timedelta(days=2)))
@@ -379,6 +380,7 @@ def test_revive_round_trip_and_no_op(sql):
 
 def test_guard_restores_a_dropped_valid_to(sql):
     remember(sql, "the plan is free", name="old")
+    remember(sql, "the plan is pro", name="new")
     one(sql, "SELECT dna.forget(%s, 'old', 'new', now => %s)", (S, NOW + timedelta(days=1)))
     sql.execute("UPDATE dna.dna_instances SET spec = spec - 'valid_to' - 'superseded_by_memory' WHERE name = 'old'")
     spec = spec_of(sql, "old")
@@ -435,6 +437,7 @@ def test_the_write_path_keeps_history(sql):
 
 def test_concurrent_forget_and_revive_leave_a_consistent_history(sql, dna_dsn):
     remember(sql, "contested memory", name="c")
+    remember(sql, "the memory that replaces it", name="other")
     sql.execute("UPDATE dna.dna_kinds SET version_retention = NULL WHERE kind = 'Engram'")   # keep all, to audit
     errors = []
 

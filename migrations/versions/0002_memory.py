@@ -88,9 +88,13 @@ $$;
 """
 
 
+# memory.sql as released with this revision (0012_first_day replaced it); consolidate.sql is live.
+FROZEN = {"memory.sql": revision}
+
+
 def upgrade() -> None:
     for name in PLANE_FILES:
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=FROZEN.get(name)))
     op.execute(INSTANCE_TRIGGERS)
     op.execute(SEARCH_TRIGGERS)
 
@@ -103,4 +107,5 @@ DROP TRIGGER IF EXISTS dna_instances_refuse_delete ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_after_write ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_before_write ON dna.dna_instances;
 """)
-    op.execute(drop_plane_functions(PLANE_FILES))
+    op.execute(drop_plane_functions(["memory.sql"], frozen_in=revision))
+    op.execute(drop_plane_functions(["consolidate.sql"]))

@@ -1,22 +1,61 @@
-"""First day: names checked, scopes listed, the embedded default inside the privacy model.
+"""First day: names checked, scopes listed, affects and successors checked.
 
 Revision ID: 0012_first_day
 Revises: 0011_lane_speed
 Create Date: 2026-12-01
 
-(Being written this session: empty until its work lands; removed from the chain if it does not.)
+Runs ``sql/catalog.sql`` (new): ``dna.scopes()`` (scopes with their documents, memories and
+model_ids), ``dna.nearest_scopes(scope, n)`` and ``dna.nearest_scopes_text`` (the "did you mean" of
+an empty or unknown scope), ``dna.scope_names()``, ``dna.scope_exists(scope)``,
+``dna.edit_distance(a, b)``, and the name rule of scopes and Kinds: ``dna.name_follows_rule``,
+``dna.check_scope(scope)``, ``dna.check_kind(kind)`` (SQLSTATE 22023 outside the rule; a scope that
+already has rows and a Kind registered in ``dna_kinds`` stay accepted, so data stored before this
+revision stays reachable).
+
+Runs ``sql/memory.sql`` again: the memory verbs check their scope with ``dna.check_scope`` and their
+Kind with ``dna.check_kind`` (through ``dna.check_memory_kind``); ``spec.affect`` must be one of
+``dna.memory_affects()`` (new; 22023 otherwise); ``dna.forget``'s ``superseded_by`` must name a
+memory of the scope (23503 otherwise, 22023 for the memory itself). Creates no table and changes no
+stored row: a database at 0011 answers every read as before.
+
+Downgrade runs the text of ``memory.sql`` as 0002_memory released it
+(``versions/0002_memory/memory.sql``) and drops the functions this revision added.
 """
-from alembic import op  # noqa: F401
+import re
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import drop_plane_functions, plane_file, read_sql  # noqa: E402
 
 revision = "0012_first_day"
 down_revision = "0011_lane_speed"
 branch_labels = None
 depends_on = None
 
+# This revision's text of memory.sql is the live file until a later revision changes it again
+# (that revision then freezes a copy in versions/0012_first_day/ and sets MEMORY_FROZEN_IN).
+MEMORY_FROZEN_IN = None
+_DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
+
+
+def _added_memory_functions() -> list[str]:
+    """Functions this revision's memory.sql defines that the one of 0002_memory did not."""
+    now = set(_DEFINED.findall(plane_file("memory.sql", MEMORY_FROZEN_IN).read_text(encoding="utf-8")))
+    before = set(_DEFINED.findall(plane_file("memory.sql", "0002_memory").read_text(encoding="utf-8")))
+    return sorted(now - before)
+
 
 def upgrade() -> None:
-    pass
+    op.execute(read_sql("catalog.sql"))  # before memory.sql: its verbs call dna.check_scope / check_kind
+    op.execute(read_sql("memory.sql", frozen_in=MEMORY_FROZEN_IN))
 
 
 def downgrade() -> None:
-    pass
+    op.execute(read_sql("memory.sql", frozen_in="0002_memory"))
+    added = _added_memory_functions()
+    if added:
+        op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
+    op.execute(drop_plane_functions(["catalog.sql"]))
