@@ -1,6 +1,6 @@
 """``dna memory``: remember, recall, forget, revive, list, consolidate.
 
-Mounted by ``pydna.cli`` as ``dna memory``; the global ``--dsn`` / ``DNA_DATABASE_URL`` chooses the
+Mounted by ``pydna.cli`` as ``dna memory`` (helpers from ``pydna.cli_common``, never from ``pydna.cli``); the global ``--dsn`` / ``DNA_DATABASE_URL`` chooses the
 database. Every command calls one SQL verb through ``Client.memory`` and prints either a short
 readable report or, with ``--json``, the verb's jsonb unchanged.
 
@@ -13,10 +13,11 @@ readable report or, with ``--json``, the verb's jsonb unchanged.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Annotated, Any, Callable, List, Optional
 
 import typer
+
+from pydna.cli_common import CliError, announce_embedder, echo_json, open_client, parse_time
 
 memory_app = typer.Typer(
     help="Agent memory: remember, recall, forget, revive, list, consolidate (SQL verbs dna.*).",
@@ -43,15 +44,8 @@ DEFAULT_SCOPE = "default"
 # ---------------------------------------------------------------------------------------------
 
 
-def _cli():
-    from pydna import cli
-
-    return cli
-
-
 def _error(message: str) -> Exception:
-    cli = _cli()
-    return cli.CliError(message)
+    return CliError(message)
 
 
 def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False):
@@ -59,10 +53,9 @@ def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False):
     does (on stderr under ``--json``)."""
     if embedder not in ("auto", "onnx", "fake", "none"):
         raise _error(f"unknown embedder {embedder!r}: use auto, onnx, fake or none")
-    cli = _cli()
-    client, choice = cli.open_client(ctx, embedder=None if embedder == "none" else embedder)
+    client, choice = open_client(ctx, embedder=None if embedder == "none" else embedder)
     if choice is not None:
-        cli.announce_embedder(choice, as_json)
+        announce_embedder(choice, as_json)
     return client
 
 
@@ -73,7 +66,7 @@ def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any],
     with _client(ctx, embedder, as_json) as client:
         result = verb(client.memory)
     if as_json:
-        _cli()._echo_json(result)
+        echo_json(result)
         return None
     return result
 
@@ -82,20 +75,6 @@ def _console():
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True)
-
-
-def parse_time(value: str | None, what: str) -> datetime | None:
-    """An ISO-8601 timestamp (naive = UTC)."""
-    if value is None:
-        return None
-    text = value.strip()
-    if text.endswith(("z", "Z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise _error(f"{what}: {value!r} is not an ISO-8601 timestamp (e.g. 2026-07-09T15:00:00+00:00)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def parse_claim(text: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import random
 import time
 import uuid
 from collections.abc import Sized
-from contextlib import contextmanager
 from datetime import datetime
 from dataclasses import dataclass, field
 from itertools import islice
@@ -23,6 +22,8 @@ from pgvector.psycopg import register_vector
 
 from pydna import migrate
 from pydna.embeddings.base import EmbeddingPort
+from pydna.memory import Memory
+from pydna.sqlcalls import captured_notices, kinds_arg  # noqa: F401  (kinds_arg: re-exported)
 
 
 class NotMigratedError(RuntimeError):
@@ -46,25 +47,6 @@ def check_migrated(conn: psycopg.Connection) -> None:
                                    f"(head {want}): upgrade the pydna package")
         raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
                                "run `dna db upgrade`")
-
-
-def kinds_arg(kinds: str | Sequence[str] | None) -> list[str] | None:
-    """A ``kind``/``kinds`` argument as the SQL functions take it: one Kind or several → a list;
-    None or empty → None (no Kind filter)."""
-    return [kinds] if isinstance(kinds, str) else (list(kinds) if kinds else None)
-
-
-@contextmanager
-def captured_notices(conn: psycopg.Connection):
-    """Collect the primary text of each NOTICE the server sends while the block runs (e.g.
-    dna.search's "no documents for model_id …"); yields the list it fills."""
-    notices: list[str] = []
-    handler = lambda diag: notices.append(diag.message_primary)  # noqa: E731
-    conn.add_notice_handler(handler)
-    try:
-        yield notices
-    finally:
-        conn.remove_notice_handler(handler)
 
 
 @dataclass(frozen=True)
@@ -188,8 +170,6 @@ class Client:
     @property
     def memory(self):
         """The memory plane (remember, recall, forget, revive, list, consolidate): ``pydna.memory.Memory``."""
-        from pydna.memory import Memory
-
         return Memory(self)
 
     @property

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
-from pydna.client import captured_notices, kinds_arg
+from pydna.sqlcalls import captured_notices, kinds_arg
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydna.client import Client

@@ -400,9 +400,9 @@ class _Terminal:
     def __init__(self, monkeypatch):
         from rich.console import Console
 
-        import pydna.cli as cli
+        import pydna.cli_index as cli_index
 
-        monkeypatch.setattr(cli, "stderr", lambda: Console(stderr=True, force_terminal=True, force_interactive=True,
+        monkeypatch.setattr(cli_index, "stderr", lambda: Console(stderr=True, force_terminal=True, force_interactive=True,
                                                            width=100, highlight=False))
 
 

@@ -1,0 +1,228 @@
+"""What every ``dna`` command shares: errors, consoles, the database, the embedder.
+
+The modules of the command line (``pydna.cli_db``, ``pydna.cli_index``, ``pydna.cli_search``,
+``pydna.cli_memory``, and ``pydna.cli`` which mounts them) import from here and never from each
+other, so there is no import circle. ``ctx.obj`` of every command is a :class:`CliState` (the global
+``--dsn``); :func:`cli_state`, :func:`database_dsn`, :func:`open_client`, :func:`choose_embedder` and
+:class:`CliError` are meant to be reused; the top-level group turns every error that
+:func:`describe_error` knows into one red line and exit 1.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+if TYPE_CHECKING:  # imported lazily: `dna --help` and `dna db upgrade --sql` stay light
+    from pydna.client import Client
+
+ENV_DSN = "DNA_DATABASE_URL"
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: one red line, exit 1
+# ---------------------------------------------------------------------------------------------
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one red line, exit code ``code``."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def stdout() -> Console:
+    """Console for results (stdout). Created per use so test runners' stream swaps are honoured."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr() -> Console:
+    """Console for progress, notes and errors (stderr)."""
+    return Console(stderr=True, highlight=False)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _find_pg_error(exc: BaseException):
+    """The psycopg error behind ``exc``: itself, SQLAlchemy's ``.orig``, or a cause/context."""
+    import psycopg
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, psycopg.Error):
+            return e
+        todo.extend([getattr(e, "orig", None), e.__cause__, e.__context__])
+    return None
+
+
+def describe_error(exc: BaseException) -> str | None:
+    """One line for the errors the CLI reports without a traceback; None for anything else."""
+    from pydna.client import NotMigratedError
+    from pydna.embeddings.base import EmbeddingError
+
+    if isinstance(exc, CliError):
+        return _one_line(str(exc))
+    if isinstance(exc, NotMigratedError):
+        return _one_line(str(exc))
+    if isinstance(exc, EmbeddingError):
+        return "embedding failed: " + _one_line(str(exc))
+    pg = _find_pg_error(exc)
+    if pg is None:
+        return None
+    diag = getattr(pg, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    message = _one_line(primary or str(pg) or type(pg).__name__)
+    sqlstate = getattr(pg, "sqlstate", None)
+    if sqlstate:
+        message += f" (SQLSTATE {sqlstate})"
+    detail = getattr(diag, "message_detail", None) if diag is not None else None
+    if detail:
+        message += f"; detail: {_one_line(detail)}"
+    hint = getattr(diag, "message_hint", None) if diag is not None else None
+    if hint:
+        message += f"; hint: {_one_line(hint)}"
+    else:
+        import psycopg
+
+        if isinstance(pg, psycopg.OperationalError) and not sqlstate:
+            message += f"; hint: check --dsn / {ENV_DSN}, or start the embedded server with `dna db up`"
+    return message
+
+
+def print_error(message: str) -> None:
+    stderr().print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
+
+
+@dataclass
+class CliState:
+    """What the top-level options set; ``ctx.obj`` of every sub-command."""
+
+    dsn: str | None = None  # --dsn or DNA_DATABASE_URL; None → the embedded default server
+
+
+
+def cli_state(ctx: click.Context | None = None) -> CliState:
+    ctx = ctx or click.get_current_context()
+    obj = ctx.find_object(CliState)
+    return obj if obj is not None else CliState()
+
+
+def database_dsn(ctx: click.Context | None = None) -> str:
+    """The DSN to use: --dsn / DNA_DATABASE_URL, else the embedded server (started if needed)."""
+    state = cli_state(ctx)
+    if state.dsn:
+        return state.dsn
+    from pydna.client import resolve_dsn
+
+    try:
+        return resolve_dsn(None)
+    except RuntimeError as exc:  # pydna.server.start: the message names the server log
+        raise CliError(str(exc)) from exc
+
+
+def mask_dsn(dsn: str) -> str:
+    """``dsn`` with any password replaced by ``***`` (for display)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(dsn)
+    except Exception:
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", dsn)
+    if not params.get("password"):
+        return dsn
+    params["password"] = "***"
+    return make_conninfo(**params)
+
+
+class EmbedderName(str, Enum):
+    auto = "auto"
+    onnx = "onnx"
+    fake = "fake"
+
+
+EmbedderOpt = Annotated[EmbedderName, typer.Option(
+    "--embedder", case_sensitive=False,
+    help="auto: the ONNX all-MiniLM-L6-v2 model when installed, else the deterministic fake. "
+         "ONNX multiplies integers (model_id …-onnx-int8-w8a8); DNA_ONNX_COMPUTE=float32 runs it in "
+         "float32 (…-onnx-int8), another model_id: search a scope with the one that indexed it.")]
+
+
+@dataclass
+class EmbedderChoice:
+    provider: Any
+    description: str  # one line: which provider, model_id, where the model comes from
+
+
+def choose_embedder(name: str | EmbedderName = "auto") -> EmbedderChoice:
+    """Build the embedding provider ``name`` (auto|onnx|fake) and say which one it is."""
+    name = name.value if isinstance(name, EmbedderName) else str(name)
+    from pydna.embeddings import select as _select
+
+    if name not in ("auto", "onnx", "fake"):
+        raise CliError(f"unknown embedder {name!r}: use auto, onnx or fake")
+    try:
+        provider = _select.get_provider(name)
+    except ValueError as exc:  # a bad DNA_ONNX_COMPUTE / DNA_ONNX_THREADS: configuration, one line
+        raise CliError(str(exc)) from exc
+    last = getattr(_select, "last_choice", lambda: None)()
+    if last is not None and last.provider is provider:
+        return EmbedderChoice(provider, last.describe())
+    return EmbedderChoice(provider, f"{type(provider).__name__} {provider.model_id}")
+
+
+def open_client(ctx: click.Context | None = None, embedder: str | EmbedderName | None = "auto",
+                ) -> tuple["Client", EmbedderChoice | None]:
+    """A migrated ``Client`` on the CLI's database, with the named embedder (None: lexical only).
+    Raises ``NotMigratedError`` (reported as one line naming `dna db upgrade`)."""
+    from pydna.client import connect
+
+    choice = choose_embedder(embedder) if embedder is not None else None
+    client = connect(database_dsn(ctx), embedder=choice.provider if choice else None)
+    return client, choice
+
+
+def announce_embedder(choice: EmbedderChoice, as_json: bool) -> Console:
+    """Print which embedder a command uses, on stdout (stderr under ``--json``, so that stdout stays
+    JSON); returns that console for the command's other notes."""
+    note = stderr() if as_json else stdout()
+    note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
+    return note
+
+
+def echo_json(payload: Any) -> None:
+    """``payload`` as indented JSON on stdout (what every ``--json`` prints)."""
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+
+def parse_time(value: str | None, what: str) -> datetime | None:
+    """An ISO-8601 timestamp (naive = UTC); ``CliError`` naming the option ``what`` otherwise."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.endswith(("z", "Z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{what}: {value!r} is not an ISO-8601 timestamp (e.g. 2026-07-09T15:00:00+00:00)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

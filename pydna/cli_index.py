@@ -1,0 +1,336 @@
+"""``dna index``: read markdown/text files, directories and JSONL files, check them, index them.
+
+    dna index PATH... --scope S       # markdown/text files, directories, JSONL
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Iterator
+
+import typer
+from rich.markup import escape
+from rich.text import Text
+
+from pydna.cli_common import (CliError, EmbedderName, EmbedderOpt, announce_embedder, describe_error, echo_json,
+                              open_client, stderr, stdout)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from pydna.client import Record
+
+#: Suffixes picked up when walking a directory.
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+#: The server's per-document limit (dna.index_document); checked up front so bad input writes nothing.
+MAX_DOCUMENT_BYTES = 1_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# dna index
+# ---------------------------------------------------------------------------------------------
+
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```+|~~~+)")
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the first line after YAML front matter (0 when there is none)."""
+    if lines and lines[0].strip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].strip() in ("---", "..."):
+                return i + 1
+    return 0
+
+
+def _find_heading(lines: list[str], start: int) -> tuple[str, int, int] | None:
+    """(title, first line, last line) of the first heading from ``start``, outside fenced code."""
+    fence: str | None = None
+    previous_blank = True
+    for i in range(start, len(lines)):
+        line = lines[i]
+        m = _FENCE.match(line)
+        if m:
+            marker = m.group(1)[0]
+            fence = None if fence == marker else (fence or marker)
+            previous_blank = False
+            continue
+        if fence:
+            continue
+        m = _ATX.match(line)
+        if m and m.group(1).strip():
+            return m.group(1).strip(), i, i
+        if (line.strip() and previous_blank and i + 1 < len(lines) and _SETEXT.match(lines[i + 1])
+                and not line.lstrip().startswith(("-", "*", "+", ">", "|"))):
+            return line.strip(), i, i + 1
+        previous_blank = not line.strip()
+    return None
+
+
+def markdown_title(text: str) -> str | None:
+    """The first heading of a markdown text (ATX ``# x`` or setext ``x\\n===``), outside front
+    matter and fenced code; None when there is none."""
+    lines = text.splitlines()
+    found = _find_heading(lines, _front_matter_end(lines))
+    return found[0] if found else None
+
+
+def markdown_snippet(text: str, length: int = 240) -> str | None:
+    """A display snippet of a markdown text: without front matter and the title heading, spaces
+    collapsed, at most ``length`` characters; None when nothing is left."""
+    lines = text.splitlines()
+    start = _front_matter_end(lines)
+    found = _find_heading(lines, start)
+    if found:
+        lines = lines[:found[1]] + lines[found[2] + 1:]
+    rest = " ".join(" ".join(lines[start:]).split())
+    return rest[:length] or None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool = False) -> "Record | None":
+    """The record of one text file; an empty file is an error when named, None (skipped) when
+    found by walking a directory (``skip_empty``)."""
+    from pydna.client import Record
+
+    text = _read_text(path)
+    if not text.strip():
+        if skip_empty:
+            return None
+        raise CliError(f"{path}: empty document (no text to index)")
+    title = snippet = None
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        title, snippet = markdown_title(text), markdown_snippet(text)
+    return Record(kind=kind, name=name, body=text, title=title or path.stem, tenant=tenant, snippet=snippet)
+
+
+def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record", str]]:
+    from pydna.client import Record
+
+    text = _read_text(path)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        where = f"{path}, line {lineno}"
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(item, dict):
+            raise CliError(f"{where}: must be a JSON object, got {type(item).__name__}")
+        name = item.get("name", item.get("_id"))
+        if isinstance(name, bool) or not isinstance(name, (str, int)) or not str(name).strip():
+            raise CliError(f"{where}: no `name` (or `_id`) string")
+        fields: dict[str, str | None] = {}
+        for key in ("kind", "title", "tenant", "snippet"):
+            value = item.get(key)
+            if value is not None and not isinstance(value, str):
+                raise CliError(f"{where}: `{key}` must be a string, got {type(value).__name__}")
+            fields[key] = value
+        body = item.get("body", item.get("text"))
+        if body is not None and not isinstance(body, str):
+            raise CliError(f"{where}: `body` (or `text`) must be a string, got {type(body).__name__}")
+        if not (body or "").strip() and not (fields["title"] or "").strip():
+            raise CliError(f"{where}: empty document (no `body`/`text` and no `title`)")
+        yield Record(kind=fields["kind"] or kind, name=str(name), body=body or "", title=fields["title"],
+                     tenant=fields["tenant"] if fields["tenant"] is not None else tenant,
+                     snippet=fields["snippet"]), where
+
+
+def _walk(directory: Path) -> list[Path]:
+    """Text files under ``directory``, recursively, sorted; hidden files and folders are skipped."""
+    found = []
+    for p in directory.rglob("*"):
+        rel = p.relative_to(directory)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES:
+            found.append(p)
+    return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+
+
+@dataclass
+class IndexInputs:
+    """The checked inputs of one ``dna index``: ``count`` documents from ``sources`` (a text file:
+    ``(path, name)``; a JSONL file: ``(path, None)``). Only their keys were kept by the check;
+    :meth:`records` reads them again, so a large load streams through ``Client.index`` one batch at
+    a time instead of holding every text in memory."""
+
+    kind: str
+    tenant: str
+    sources: list[tuple[Path, str | None]] = field(default_factory=list)
+    count: int = 0
+    stats: dict[str, Any] = field(default_factory=lambda: {
+        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": []})
+
+    def records(self) -> Iterator["Record"]:
+        """The records, in input order (a file emptied since the check is skipped)."""
+        for path, name in self.sources:
+            if name is None:
+                yield from (record for record, _ in _jsonl_records(path, self.kind, self.tenant))
+            else:
+                record = _file_record(path, name, self.kind, self.tenant, skip_empty=True)
+                if record is not None:
+                    yield record
+
+
+def collect_records(paths: list[Path], kind: str, tenant: str) -> IndexInputs:
+    """Read and check every input before anything is written; returns the ``IndexInputs`` to
+    stream (``.records()``, ``.count``, ``.stats``). Raises ``CliError`` for a missing path, an
+    unreadable or invalid JSONL line (with its line number), an empty document, a document above the
+    server's size limit, or two inputs with the same (kind, name, tenant)."""
+    inputs = IndexInputs(kind, tenant)
+    stats = inputs.stats
+    seen: dict[tuple[str, str, str], str] = {}
+
+    def check(record: "Record", where: str) -> None:
+        size = len(record.body.encode("utf-8")) + len((record.title or "").encode("utf-8"))
+        if size > MAX_DOCUMENT_BYTES:
+            raise CliError(f"{where}: document {record.name!r} is {size} bytes; the limit is "
+                           f"{MAX_DOCUMENT_BYTES} bytes per document: split it")
+        key = (record.kind, record.name, record.tenant)
+        if key in seen:
+            raise CliError(f"{where}: duplicate document {record.kind}/{record.name}"
+                           f"{' tenant ' + record.tenant if record.tenant else ''} (also from {seen[key]})")
+        seen[key] = where
+        inputs.count += 1
+
+    for path in paths:
+        if not path.exists():
+            raise CliError(f"{path}: no such file or directory")
+        if path.is_dir():
+            files = _walk(path)
+            if not files:
+                raise CliError(f"{path}: no {', '.join('*' + s for s in TEXT_SUFFIXES)} files in this directory")
+            found = 0
+            for f in files:
+                name = f.relative_to(path).as_posix()
+                record = _file_record(f, name, kind, tenant, skip_empty=True)
+                if record is None:
+                    stats["skipped_empty"].append(str(f))
+                    continue
+                check(record, str(f))
+                inputs.sources.append((f, name))
+                found += 1
+            if not found:
+                raise CliError(f"{path}: every file in this directory is empty (nothing to index)")
+            stats["files"] += found
+        elif path.suffix.lower() in JSONL_SUFFIXES:
+            before = inputs.count
+            for record, where in _jsonl_records(path, kind, tenant):
+                check(record, where)
+            if inputs.count == before:
+                raise CliError(f"{path}: no records (the JSONL file is empty)")
+            inputs.sources.append((path, None))
+            stats["jsonl_files"] += 1
+            stats["jsonl_records"] += inputs.count - before
+        elif path.is_file():
+            check(_file_record(path, path.name, kind, tenant), str(path))
+            inputs.sources.append((path, path.name))
+            stats["files"] += 1
+        else:
+            raise CliError(f"{path}: not a regular file or directory")
+    return inputs
+
+
+def _progress_bar() -> "Progress":
+    """A transient progress bar on stderr (documents done / total, elapsed): stdout stays the
+    command's output (JSON under ``--json``); without a terminal rich draws nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=stderr(), transient=True)
+
+
+def index(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(
+        help="Markdown/text files, directories (recursive over *.md, *.markdown, *.txt) and JSONL "
+             "files (one record per line: kind, name or _id, title, body or text, tenant).",
+        show_default=False)],
+    scope: Annotated[str, typer.Option("--scope", "-s", help="Scope to index into.")],
+    kind: Annotated[str, typer.Option(
+        "--kind", help="Kind of file documents, and of JSONL records without one.")] = "Doc",
+    tenant: Annotated[str, typer.Option(
+        "--tenant", help="Tenant ('' = the shared base); JSONL records may set their own.")] = "",
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Documents per batch (one COPY + dna.index_staged transaction).")] = 2000,
+    compact: Annotated[bool, typer.Option(
+        "--compact/--no-compact", help="Afterwards, compact the scope's BM25 index (dna.bm25_compact, "
+                                       "its own transaction; it changes no answer).")] = True,
+    embedder: EmbedderOpt = EmbedderName.auto,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
+) -> None:
+    """Index markdown/text files, directories and JSONL files into a scope.
+
+    Unchanged text is never re-embedded. Every input is read and checked before anything is
+    written; then the documents stream through in batches, each written atomically (retried on a
+    deadlock or serialization failure), with a progress bar on stderr. Then the scope's BM25 index
+    is compacted (dna.bm25_compact) unless --no-compact.
+    """
+    from pydna import maintenance
+
+    inputs = collect_records(paths, kind, tenant)
+    stats = inputs.stats
+    client, choice = open_client(ctx, embedder)
+    announce_embedder(choice, as_json)
+    try:
+        with _progress_bar() as bar:
+            task = bar.add_task("indexing", total=inputs.count)
+            report = client.index(scope, inputs.records(), batch_size=batch_size,
+                                  progress=lambda done, _total: bar.update(task, completed=done))
+        compaction = compaction_error = None
+        if compact:
+            try:
+                compaction = maintenance.compact(client.conn, scope)
+            except Exception as exc:  # the documents are written: say so, then fail
+                compaction_error = describe_error(exc)
+                if compaction_error is None:
+                    raise
+    finally:
+        client.close()
+    summary = {
+        "scope": scope, "model_id": choice.provider.model_id, "embedder": choice.description,
+        "records": inputs.count, "files": stats["files"], "jsonl_records": stats["jsonl_records"],
+        "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
+        "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,
+        "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"],
+        "compaction": compaction,
+    }
+    for skipped in stats["skipped_empty"]:
+        stderr().print(Text(f"skipped {skipped}: empty file", style="yellow"), soft_wrap=True)
+    if as_json:
+        echo_json(summary)
+    else:
+        out = stdout()
+        sources = []
+        if stats["files"]:
+            sources.append(f"{stats['files']} file{'s' if stats['files'] != 1 else ''}")
+        if stats["jsonl_records"]:
+            sources.append(f"{stats['jsonl_records']} JSONL record{'s' if stats['jsonl_records'] != 1 else ''}")
+        out.print(f"indexed {inputs.count} documents ({', '.join(sources)}) into scope "
+                  f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
+        out.print(f"  inserted {report.inserted} · updated {report.updated} · "
+                  f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
+        out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
+                  soft_wrap=True)
+        if compaction is not None:
+            for line in maintenance.compaction_lines(compaction):
+                out.print(f"  BM25 compacted: {escape(line)}", soft_wrap=True)
+    if compaction_error is not None:
+        raise CliError(f"the documents are indexed, but compacting the BM25 index failed: {compaction_error}; "
+                       f"run `dna db compact --scope {scope}`")
+
