@@ -6,6 +6,15 @@ the BERT encoder's ``last_hidden_state`` ``(batch, tokens, 384)``, mean pooling 
 mask (padding never counts), L2 normalisation. Output: ``float32`` array ``(n, 384)`` of unit
 vectors (cosine similarity = dot product).
 
+The text is cut before it is tokenized (:func:`head_token_ids`), so the work per text is bounded
+whatever its size: the tokenizer sees the first :data:`HEAD_CHARS` characters, and a text whose
+first 256 tokens are not all inside them (fewer than ~16 characters per token: long runs of
+whitespace, of control characters or of 100+ character words) is tried again on a prefix 4x
+longer, up to :data:`MAX_HEAD_CHARS`; at most 86,016 characters per text reach the tokenizer. The
+tokens are exactly those of the whole text whenever its first 256 tokens lie within
+:data:`MAX_HEAD_CHARS` characters (the vector is the one of the whole text); past that, they are
+those of the first :data:`MAX_HEAD_CHARS` characters.
+
 Where the model comes from, in this order (:func:`resolve_model_source`):
 
 1. an explicit directory holding ``model.onnx`` and ``tokenizer.json``: the ``model_dir`` argument,
@@ -65,6 +74,37 @@ from pydna.embeddings.base import EmbeddingError
 DIMS = 384
 #: Truncation length in tokens, [CLS] and [SEP] included (sentence-transformers' max_seq_length).
 MAX_TOKENS = 256
+#: Characters of a text the tokenizer sees first (16 per token of MAX_TOKENS; English runs ~4-5).
+HEAD_CHARS = 16 * MAX_TOKENS
+#: The longest prefix tried (HEAD_CHARS x 4 x 4): the bound of the tokenizer's work per text.
+MAX_HEAD_CHARS = 16 * HEAD_CHARS
+
+
+def _safe_cut(encoding) -> bool:
+    """Whether the truncated ``encoding`` of a strict prefix of a text holds exactly the tokens
+    the whole text would give: the window is full, and none of its tokens comes from the prefix's
+    last word (the only word the cut may have changed: BERT's normalizer works character by
+    character and its pre-tokenizer splits at whitespace and punctuation, so every earlier word is
+    the same in the prefix and in the whole text)."""
+    if len(encoding.ids) < MAX_TOKENS:
+        return False
+    kept = [w for w in encoding.word_ids if w is not None]
+    later = [w for o in encoding.overflowing for w in o.word_ids if w is not None]
+    return bool(kept) and bool(later) and max(later) > max(kept)
+
+
+def head_token_ids(tokenizer, text: str, first=None) -> list[int]:
+    """The token ids (``[CLS] … [SEP]``, at most MAX_TOKENS) of ``text`` through ``tokenizer``
+    (truncation at MAX_TOKENS enabled), tokenizing prefixes only: ``first`` is the encoding of
+    ``text[:HEAD_CHARS]`` when the caller already has it (a batch); then prefixes 4x longer up to
+    MAX_HEAD_CHARS characters until the cut is safe (:func:`_safe_cut`) or the prefix is the whole
+    text. See the module docstring for what this guarantees."""
+    limit = HEAD_CHARS
+    encoding = first if first is not None else tokenizer.encode(text[:limit])
+    while len(text) > limit and not _safe_cut(encoding) and limit < MAX_HEAD_CHARS:
+        limit *= 4
+        encoding = tokenizer.encode(text[:limit])
+    return encoding.ids
 
 #: Environment variable naming a directory with ``model.onnx`` and ``tokenizer.json``.
 ENV_MODEL_DIR = "DNA_ONNX_MODEL_DIR"
@@ -519,7 +559,8 @@ class OnnxEmbeddingProvider:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``n`` texts → ``float32`` array ``(n, 384)``, rows L2-normalised, in input order.
 
-        Each text is truncated to 256 tokens (longer texts are accepted, the tail is ignored); an
+        Each text is truncated to 256 tokens (longer texts are accepted, the tail is ignored and
+        never tokenized: at most 86,016 characters of a text reach the tokenizer); an
         empty string embeds ``[CLS] [SEP]`` (a valid unit vector). The first call creates the
         onnxruntime session (and may download the hub model, see the module docstring).
 
@@ -541,8 +582,12 @@ class OnnxEmbeddingProvider:
         try:
             for start in range(0, len(texts), window):
                 chunk = texts[start : start + window]
-                encodings = self._tokenizer.encode_batch(chunk)  # type: ignore[union-attr]
-                ids_list = [e.ids for e in encodings]
+                # Cut before tokenizing: the head of each text in one batch, a longer prefix
+                # only for the rare text whose first 256 tokens it does not hold.
+                encodings = self._tokenizer.encode_batch([t[:HEAD_CHARS] for t in chunk])  # type: ignore[union-attr]
+                ids_list = [e.ids if len(t) <= HEAD_CHARS or _safe_cut(e)
+                            else head_token_ids(self._tokenizer, t, first=e)
+                            for t, e in zip(chunk, encodings)]
                 order = list(range(len(chunk)))
                 if self.sort_by_length:
                     order.sort(key=lambda i: len(ids_list[i]))
