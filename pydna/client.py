@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Sized
 from datetime import datetime
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
@@ -59,6 +58,8 @@ class Record:
     title: str | None = None
     tenant: str = ""
     snippet: str | None = None
+    #: How to cut ``body`` into passages: "markdown", "rst" or "text"; None = by ``name``'s suffix.
+    format: str | None = None
 
     @classmethod
     def coerce(cls, item: "Record | Mapping[str, Any]", kind: str | None = None, tenant: str = "") -> "Record":
@@ -67,7 +68,26 @@ class Record:
         body = item.get("body", item.get("text"))
         return cls(kind=item.get("kind") or kind or "", name=str(item.get("name", item.get("_id", ""))),
                    body=body if body is not None else "", title=item.get("title"),
-                   tenant=item.get("tenant", tenant) or "", snippet=item.get("snippet"))
+                   tenant=item.get("tenant", tenant) or "", snippet=item.get("snippet"),
+                   format=item.get("format"))
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One staged element of ``Client.index``: a whole document (``passage`` 0, no span) or one
+    passage of it (``body`` = the passage's text)."""
+
+    record: Record
+    body: str
+    passage: int = 0
+    heading: str | None = None
+    char_start: int | None = None
+    char_end: int | None = None
+
+    kind = property(lambda self: self.record.kind)
+    name = property(lambda self: self.record.name)
+    title = property(lambda self: self.record.title)
+    tenant = property(lambda self: self.record.tenant)
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,11 @@ class Hit:
     rank_dense: int | None
     rank_lexical: int | None
     personal: bool = False  # the hit is in the caller's personal partition
+    passage: int = 0  # the passage that answers: its 0-based ordinal in the document
+    heading: str | None = None  # its heading path ("Install > From source")
+    char_start: int | None = None  # its span in the document's text (characters; None: whole document)
+    char_end: int | None = None
+    highlight: str | None = None  # the passage around the query's words, matches marked **like this**
 
 
 @dataclass
@@ -112,13 +137,18 @@ class SearchResult:
 
 @dataclass
 class IndexReport:
-    """Counts of one ``Client.index`` call; ``embedded_texts`` = texts sent to the model."""
+    """Counts of one ``Client.index`` call, per document (inserted, updated, embedded, unchanged: a
+    document is updated when any of its passages changed, moved or went); ``passages`` = passage rows
+    the documents now have; ``passages_deleted`` = passages that went; ``embedded_texts`` = texts
+    sent to the model (passages, or whole documents)."""
 
     inserted: int = 0
     updated: int = 0
     embedded: int = 0
     unchanged: int = 0
     embedded_texts: int = 0
+    passages: int = 0
+    passages_deleted: int = 0
     tables: set[str] = field(default_factory=set)
 
     @property
@@ -131,16 +161,49 @@ class IndexReport:
 #: is idempotent by text hash.
 RETRY_SQLSTATES = frozenset({"40P01", "40001"})
 
-_STAGE_COPY = ("COPY dna.dna_index_staging (batch, ord, kind, name, title, body, snippet, embedding) "
-               "FROM STDIN (FORMAT BINARY)")
-_STAGE_TYPES = ["uuid", "int4", "text", "text", "text", "text", "text", "vector"]
-_INDEX_STAGED_SQL = "SELECT action FROM dna.index_staged(%s, %s, %s, %s)"
+_STAGE_COPY = ("COPY dna.dna_index_staging (batch, ord, kind, name, title, body, snippet, embedding, passage, "
+               "heading, char_start, char_end) FROM STDIN (FORMAT BINARY)")
+_STAGE_TYPES = ["uuid", "int4", "text", "text", "text", "text", "text", "vector", "int4", "text", "int4", "int4"]
+_INDEX_STAGED_SQL = "SELECT kind, name, action FROM dna.index_staged(%s, %s, %s, %s)"
+
+
+def _document_action(actions: set[str]) -> str:
+    """One document's action from its passages' (``dna.index_documents``)."""
+    if actions == {"unchanged"}:
+        return "unchanged"
+    if actions == {"inserted"}:
+        return "inserted"
+    if actions <= {"embedded", "unchanged"}:
+        return "embedded"
+    return "updated"
 
 
 def retry_delay(attempt: int) -> float:
     """Seconds to wait before retry ``attempt`` (1-based) of an aborted batch: exponential from
     50 ms, capped at 2 s, with ±50 % jitter so that writers that collided do not collide again."""
     return min(2.0, 0.05 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+
+
+#: dna.index_document's limit on a document's text (title + body, bytes): passages do not lift it.
+MAX_DOCUMENT_BYTES = 1_000_000
+
+
+def _over_limit(record: Record) -> bool:
+    size = len(record.body) + len(record.title or "")
+    return size > MAX_DOCUMENT_BYTES // 4 and \
+        len(record.body.encode()) + len((record.title or "").encode()) > MAX_DOCUMENT_BYTES
+
+
+def _rows(record: Record, splitter) -> list[_Row]:
+    """The staged rows of one record: its passages (``splitter``: a ``PassageSplitter``; None = whole)."""
+    if splitter is None or splitter.fits(record.body) or _over_limit(record):
+        return [_Row(record, record.body)]   # over the limit: whole, so the server refuses it (22001)
+    from pydna.passages import text_format
+
+    parts = splitter.split(record.body, record.format or text_format(record.name))
+    if len(parts) <= 1:
+        return [_Row(record, record.body)]
+    return [_Row(record, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
 
 
 class Client:
@@ -150,6 +213,7 @@ class Client:
         self.conn = conn
         self.embedder = embedder
         self.dsn = dsn
+        self._splitter = None
         self._check_migrated()
         register_vector(conn)
 
@@ -183,12 +247,21 @@ class Client:
     def index(self, scope: str, records: Iterable[Record | Mapping[str, Any]], *, kind: str | None = None,
               tenant: str = "", batch_size: int = 2000, model_id: str | None = None,
               on_progress: Callable[[int], None] | None = None,
-              progress: Callable[[int, int | None], None] | None = None, retries: int = 4) -> IndexReport:
+              progress: Callable[[int, int | None], None] | None = None, retries: int = 4,
+              passages: bool = True) -> IndexReport:
         """Upsert ``records`` (``Record`` or mappings with kind, name/_id, title, body/text, tenant,
-        snippet) into ``scope``, ``batch_size`` documents at a time; returns the counts.
+        snippet, format) into ``scope``, about ``batch_size`` passages at a time; returns the counts.
 
-        Only documents whose text changed, or that have no vector yet, are embedded: each batch is
-        checked with ``dna.stale_documents`` first. Each batch is then written in one transaction:
+        ``passages`` (default): a text longer than one passage window (``pydna.passages``: ~200 of
+        the embedder's tokens) is indexed as passages — Markdown and reStructuredText cut at their
+        headings, plain text at paragraphs then sentences with overlap — each a row searched on its
+        own and tied to its document (ordinal, heading path, character span); a shorter text is one
+        passage, as with ``passages=False`` (every record one row, the embedder reading its first
+        256 tokens). Re-indexing a document replaces exactly its passages.
+
+        Only texts that changed, or have no vector yet, are embedded: each batch is checked with
+        ``dna.stale_documents`` first (a passage whose text the document already stores with a
+        vector, at any ordinal, keeps it). Each batch is then written in one transaction:
         its rows are COPied (binary) into ``dna.dna_index_staging`` and ``dna.index_staged`` upserts
         them, one call per tenant of the batch. A bad record (blank kind/name, text over 1,000,000
         bytes, the same kind/name twice in a batch, a tenant you may not write) fails its batch with
@@ -211,23 +284,45 @@ class Client:
         if embeds:
             # Once per call: stale_documents needs the model known even before its first vector.
             self.conn.execute("SELECT dna.register_model(%s, %s)", (model, self.embedder.dims))
+        splitter = self.passage_splitter() if passages else None
         total = len(records) if isinstance(records, Sized) else None
         done = 0
         items = iter(records)
         while True:
-            batch = [Record.coerce(item, kind=kind, tenant=tenant) for item in islice(items, batch_size)]
+            batch: list[_Row] = []
+            documents = 0
+            for item in items:
+                batch += _rows(Record.coerce(item, kind=kind, tenant=tenant), splitter)
+                documents += 1
+                if len(batch) >= batch_size:
+                    break
             if not batch:
                 return report
             embeddings = self._embed_stale(scope, model, batch, report) if embeds else [None] * len(batch)
             self._write_batch(scope, model, batch, embeddings, report, retries)
-            done += len(batch)
+            done += documents
             if on_progress:
-                on_progress(len(batch))
+                on_progress(documents)
             if progress:
                 progress(done, total)
 
-    def _embed_stale(self, scope: str, model_id: str, batch: list[Record], report: IndexReport) -> list[Vector | None]:
-        """Vectors for the records of ``batch`` that ``dna.stale_documents`` names, None for the rest."""
+    def passage_splitter(self):
+        """The ``pydna.passages.PassageSplitter`` of this client: windows sized in the embedder's
+        tokens when its tokenizer file is known (ONNX), else in characters."""
+        if self._splitter is None:
+            from pydna.passages import PassageSplitter
+
+            tokenizer = None
+            path = getattr(getattr(self.embedder, "source", None), "tokenizer_path", None)
+            if path is not None:
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(path))
+            self._splitter = PassageSplitter(tokenizer)
+        return self._splitter
+
+    def _embed_stale(self, scope: str, model_id: str, batch: list[_Row], report: IndexReport) -> list[Vector | None]:
+        """Vectors for the rows of ``batch`` that ``dna.stale_documents`` names, None for the rest."""
         stale = [row[0] for row in self.conn.execute(
             "SELECT dna.stale_documents(%s, %s, %s, %s, %s, %s, %s)",
             (scope, model_id, [r.kind for r in batch], [r.name for r in batch], [r.title for r in batch],
@@ -241,7 +336,7 @@ class Client:
                 embeddings[i - 1] = Vector([float(x) for x in vec])
         return embeddings
 
-    def _write_batch(self, scope: str, model_id: str, batch: list[Record], embeddings: list[Vector | None],
+    def _write_batch(self, scope: str, model_id: str, batch: list[_Row], embeddings: list[Vector | None],
                      report: IndexReport, retries: int) -> None:
         """COPY ``batch`` into the staging table and upsert it with ``dna.index_staged``, one staged
         batch per tenant, all in one transaction; retried on 40P01/40001 (see ``index``)."""
@@ -252,7 +347,8 @@ class Client:
         while True:
             outermost = self.conn.info.transaction_status == TransactionStatus.IDLE
             try:
-                actions: list[str] = []
+                actions: dict[tuple[str, str, str], set[str]] = {}
+                deleted = 0
                 with self.conn.transaction(), self.conn.cursor() as cur:
                     for tenant, positions in by_tenant.items():
                         staged = uuid.uuid4()
@@ -260,18 +356,25 @@ class Client:
                             copy.set_types(_STAGE_TYPES)
                             for ord_, i in enumerate(positions, start=1):
                                 r = batch[i]
-                                copy.write_row((staged, ord_, r.kind, r.name, r.title, r.body, r.snippet,
-                                                embeddings[i]))
-                        actions += [a for (a,) in cur.execute(_INDEX_STAGED_SQL,
-                                                              (scope, staged, model_id, tenant)).fetchall()]
+                                copy.write_row((staged, ord_, r.kind, r.name, r.title, r.body, r.record.snippet,
+                                                embeddings[i], r.passage, r.heading, r.char_start, r.char_end))
+                        for kind_, name, action in cur.execute(_INDEX_STAGED_SQL,
+                                                               (scope, staged, model_id, tenant)).fetchall():
+                            if action == "deleted":
+                                deleted += 1
+                                action = "moved"   # the document changed
+                            actions.setdefault((tenant, kind_, name), set()).add(action)
                 break
             except psycopg.Error as exc:
                 attempt += 1
                 if exc.sqlstate not in RETRY_SQLSTATES or not outermost or attempt > retries:
                     raise
                 time.sleep(retry_delay(attempt))
-        for action in actions:
+        for passage_actions in actions.values():
+            action = _document_action(passage_actions)
             setattr(report, action, getattr(report, action) + 1)
+        report.passages += len(batch)
+        report.passages_deleted += deleted
         if not report.tables:  # the model is registered now (by its first vector, or before)
             report.tables.add(self.conn.execute("SELECT dna.search_table(dna.model_dims(%s))::text",
                                                 (model_id,)).fetchone()[0])
@@ -280,9 +383,12 @@ class Client:
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
                weights: Sequence[float] | None = None, model_id: str | None = None,
                personal: bool = False, valid_time: datetime | None = None,
-               include_retired: bool = False) -> SearchResult:
+               include_retired: bool = False, passages: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True.
+
+        One hit per document, its best passage (``passage``, ``heading``, span, ``highlight``);
+        ``passages=True``: one hit per passage.
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
@@ -297,11 +403,13 @@ class Client:
         with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
-                "rank_dense, rank_lexical, personal FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
+                "rank_dense, rank_lexical, personal, passage, heading, char_start, char_end, highlight "
+                "FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
-                "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END)",
+                "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
-                 list(weights) if weights else None, personal, include_retired, valid_time)).fetchall()
+                 list(weights) if weights else None, personal, include_retired, valid_time,
+                 passages)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
                             model_id=model, error=error, notices=notices)

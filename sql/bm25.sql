@@ -200,14 +200,14 @@ BEGIN
             -- with every base row: seconds for a few hundred documents).
             'SELECT coalesce(array_agg(b.doc_id ORDER BY b.doc_id), ''{}'') AS ids, count(*) AS n,
                     coalesce(sum(d.doc_len), 0) AS len
-             FROM %1$s AS t
+             FROM (SELECT DISTINCT t.scope, t.kind, t.name, t.model_id FROM %1$s AS t   -- a document, not each passage
+                   WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3) AS t
              CROSS JOIN LATERAL (SELECT b.doc_id FROM %1$s AS b
                                  WHERE b.scope = t.scope AND b.kind = t.kind AND b.name = t.name
                                    AND b.tenant = '''' AND b.model_id = t.model_id OFFSET 0) AS b
              CROSS JOIN LATERAL (SELECT d.doc_len FROM dna.dna_bm25_docs AS d
                                  WHERE d.scope = t.scope AND d.model_id = t.model_id AND d.tenant = ''''
-                                   AND d.doc_id = b.doc_id OFFSET 0) AS d
-             WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3', tbl)
+                                   AND d.doc_id = b.doc_id OFFSET 0) AS d', tbl)
             INTO sh USING scope, model_id, tenant;
         shadowed := sh.ids;
         n_docs := n_docs - sh.n;

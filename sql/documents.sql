@@ -1,6 +1,8 @@
--- pydna SQL package — documents: index (one, or many set-based), stage for COPY, delete, and
--- which documents need (re-)embedding. Each write lands in a dna_search_docs_<width> table; its
--- BM25 index follows by statement trigger (sql/bm25_write.sql). Tables come from the alembic
+-- pydna SQL package — documents: index (one, or many set-based, whole or as passages), stage for
+-- COPY, delete, and which documents need (re-)embedding. Each write lands in a
+-- dna_search_docs_<width> table, one row per passage (a document indexed whole is its passage 0);
+-- its BM25 index follows by statement trigger (sql/bm25_write.sql), so BM25 counts passages: N,
+-- avglen and df are over passage rows, the unit dna.search ranks. Tables come from the alembic
 -- revisions; this file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
@@ -53,8 +55,13 @@ BEGIN
     new_hash := dna.text_hash(title, body);
 
     EXECUTE format('SELECT t.text_hash, t.embedding IS NOT NULL FROM %s AS t
-                    WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5', tbl)
+                    WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5
+                      AND t.passage = 0', tbl)
         INTO old_hash, old_has_embedding USING scope, kind, name, tenant, model_id;
+    -- Indexed whole now: passages 1… of an earlier indexing as passages go (an index probe; usually none).
+    EXECUTE format('DELETE FROM %s AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4
+                      AND t.model_id = $5 AND t.passage > 0', tbl)
+        USING scope, kind, name, tenant, model_id;
 
     IF old_hash IS NULL THEN
         action := 'inserted';
@@ -72,10 +79,10 @@ BEGIN
     EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
                                         embedding, ts_config)
                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, c.ts_config FROM dna.search_config($1) AS c
-                    ON CONFLICT (scope, kind, name, tenant, model_id) DO UPDATE
+                    ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
                     SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                         body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
-                        updated_at = now()', tbl)
+                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = now()', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240)),
               coalesce(body, ''), emb;
@@ -85,7 +92,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, text, text, text, boolean) IS
-'Upserts one document into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id). '
+'Upserts one document, whole (its passage 0; passages 1… of an earlier indexing as passages are deleted), '
+'into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id, passage). '
 'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
 '(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
 'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
@@ -95,11 +103,14 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
 'caller''s personal partition (dna.resolve_tenant).';
 
+DROP FUNCTION IF EXISTS dna.index_documents(text, text[], text[], text[], vector[], text, text[], text, text[], boolean);  -- before passages (0013_passages)
 CREATE OR REPLACE FUNCTION dna.index_documents(
     scope text, kinds text[], names text[], bodies text[],
     embeddings vector[] DEFAULT NULL, model_id text DEFAULT NULL,
-    titles text[] DEFAULT NULL, tenant text DEFAULT '', snippets text[] DEFAULT NULL, personal boolean DEFAULT false)
-RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean)
+    titles text[] DEFAULT NULL, tenant text DEFAULT '', snippets text[] DEFAULT NULL, personal boolean DEFAULT false,
+    passages integer[] DEFAULT NULL, headings text[] DEFAULT NULL,
+    char_starts integer[] DEFAULT NULL, char_ends integer[] DEFAULT NULL)
+RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_variable
@@ -116,10 +127,14 @@ BEGIN
     PERFORM dna.check_key('model_id', model_id, 200);
     IF coalesce(cardinality(kinds), 0) <> n OR coalesce(cardinality(bodies), 0) <> n
        OR coalesce(cardinality(embeddings), n) <> n OR coalesce(cardinality(titles), n) <> n
-       OR coalesce(cardinality(snippets), n) <> n THEN
+       OR coalesce(cardinality(snippets), n) <> n OR coalesce(cardinality(passages), n) <> n
+       OR coalesce(cardinality(headings), n) <> n OR coalesce(cardinality(char_starts), n) <> n
+       OR coalesce(cardinality(char_ends), n) <> n THEN
         RAISE EXCEPTION 'the document arrays must have one element per name: names %, kinds %, bodies %, '
-                        'embeddings %, titles %, snippets %', n, cardinality(kinds), cardinality(bodies),
-                        cardinality(embeddings), cardinality(titles), cardinality(snippets)
+                        'embeddings %, titles %, snippets %, passages %, headings %, char_starts %, char_ends %',
+                        n, cardinality(kinds), cardinality(bodies), cardinality(embeddings), cardinality(titles),
+                        cardinality(snippets), cardinality(passages), cardinality(headings),
+                        cardinality(char_starts), cardinality(char_ends)
             USING ERRCODE = '22023';
     END IF;
     IF n = 0 THEN
@@ -129,7 +144,7 @@ BEGIN
         RAISE EXCEPTION '% documents in one call; the limit is 100000: send batches', n USING ERRCODE = '54000';
     END IF;
 
-    -- Every document is checked before anything is written: the first bad one is named.
+    -- Every document (passage) is checked before anything is written: the first bad one is named.
     SELECT u.i, u.kind, u.name,
            CASE WHEN u.kind IS NULL OR btrim(u.kind) = '' THEN '22023:kind is required'
                 WHEN length(u.kind) > 200 THEN '22001:kind is longer than 200 characters'
@@ -140,26 +155,52 @@ BEGIN
                 WHEN octet_length(coalesce(u.body, '')) + octet_length(coalesce(u.title, '')) > 1000000
                     THEN format('22001:text is %s bytes; the limit is 1000000 bytes per document: split it',
                                 octet_length(coalesce(u.body, '')) + octet_length(coalesce(u.title, '')))
+                WHEN passages IS NOT NULL AND u.passage IS NULL THEN '22023:passage ordinal is NULL'
+                WHEN u.passage < 0 OR u.passage >= 100000 THEN
+                    format('22023:passage ordinal %s is outside 0..99999', u.passage)
+                WHEN u.cs < 0 OR u.ce < u.cs OR (u.cs IS NULL) <> (u.ce IS NULL) THEN
+                    format('22023:character span [%s, %s) is not a span (0 <= char_start <= char_end, both or neither)',
+                           coalesce(u.cs::text, 'NULL'), coalesce(u.ce::text, 'NULL'))
            END AS reason
     INTO bad
-    FROM unnest(kinds, names, titles, bodies) WITH ORDINALITY AS u (kind, name, title, body, i)
+    FROM unnest(kinds, names, titles, bodies, passages, char_starts, char_ends)
+         WITH ORDINALITY AS u (kind, name, title, body, passage, cs, ce, i)
     WHERE u.kind IS NULL OR btrim(u.kind) = '' OR length(u.kind) > 200
        OR u.name IS NULL OR btrim(u.name) = '' OR length(u.name) > 512
        OR (coalesce(btrim(u.body), '') = '' AND coalesce(btrim(u.title), '') = '')
        OR octet_length(coalesce(u.body, '')) + octet_length(coalesce(u.title, '')) > 1000000
+       OR (passages IS NOT NULL AND u.passage IS NULL) OR u.passage < 0 OR u.passage >= 100000
+       OR u.cs < 0 OR u.ce < u.cs OR (u.cs IS NULL) <> (u.ce IS NULL)
     ORDER BY u.i
     LIMIT 1;
     IF bad.reason IS NOT NULL THEN
         RAISE EXCEPTION 'document % (%/%): %', bad.i, coalesce(bad.kind, 'NULL'), coalesce(bad.name, 'NULL'),
             substr(bad.reason, 7) USING ERRCODE = left(bad.reason, 5);
     END IF;
-    SELECT u.kind, u.name, count(*) AS n, min(u.i) AS first, max(u.i) AS last INTO bad
-    FROM unnest(kinds, names) WITH ORDINALITY AS u (kind, name, i)
-    GROUP BY u.kind, u.name HAVING count(*) > 1 ORDER BY min(u.i) LIMIT 1;
-    IF bad.n IS NOT NULL THEN
-        RAISE EXCEPTION 'document %/% appears % times in one call (positions % and %)', bad.kind, bad.name,
-            bad.n, bad.first, bad.last
-            USING ERRCODE = '22023', HINT = 'Send each (kind, name) once per call; the last text wins only across calls.';
+    IF passages IS NULL THEN
+        SELECT u.kind, u.name, count(*) AS n, min(u.i) AS first, max(u.i) AS last INTO bad
+        FROM unnest(kinds, names) WITH ORDINALITY AS u (kind, name, i)
+        GROUP BY u.kind, u.name HAVING count(*) > 1 ORDER BY min(u.i) LIMIT 1;
+        IF bad.n IS NOT NULL THEN
+            RAISE EXCEPTION 'document %/% appears % times in one call (positions % and %)', bad.kind, bad.name,
+                bad.n, bad.first, bad.last
+                USING ERRCODE = '22023', HINT = 'Send each (kind, name) once per call; the last text wins only across calls.';
+        END IF;
+    ELSE
+        -- A document named in the call gets exactly the passages given: 0..n-1, each once.
+        SELECT u.kind, u.name, count(*) AS n, count(DISTINCT u.passage) AS distinct_n, max(u.passage) AS last,
+               min(u.i) AS first INTO bad
+        FROM unnest(kinds, names, passages) WITH ORDINALITY AS u (kind, name, passage, i)
+        GROUP BY u.kind, u.name
+        HAVING count(DISTINCT u.passage) <> count(*) OR max(u.passage) <> count(*) - 1
+        ORDER BY min(u.i) LIMIT 1;
+        IF bad.n IS NOT NULL THEN
+            RAISE EXCEPTION 'document %/% (from position %): its % passages must be numbered 0..% once each, '
+                            'got % distinct ordinals up to %', bad.kind, bad.name, bad.first, bad.n, bad.n - 1,
+                            bad.distinct_n, bad.last
+                USING ERRCODE = '22023',
+                      HINT = 'Send all passages of a document in one call, ordinals 0, 1, 2, … (the document is replaced by them).';
+        END IF;
     END IF;
 
     -- One width per call: the vectors' (all equal), else the registered width of model_id.
@@ -175,61 +216,97 @@ BEGIN
     tbl := dna.search_table(dims);
     SELECT * INTO cfg FROM dna.search_config(scope);
 
-    -- One statement: classify against the stored rows, upsert what changed in (kind, name) order
-    -- (so concurrent batches lock rows in one order), answer one row per input document.
+    -- One statement: classify every passage against the stored row of its ordinal, reuse the vector
+    -- of an unchanged text that moved to another ordinal, upsert what changed in (kind, name,
+    -- passage) order (so concurrent batches lock rows in one order), delete the passages a document
+    -- no longer has, and answer one row per input element (plus one per deleted passage).
     RETURN QUERY EXECUTE format($sql$
         WITH src AS (
-            SELECT u.i::integer AS ord, u.kind, u.name, u.title, coalesce(u.body, '') AS body, u.snippet,
+            SELECT u.i::integer AS ord, u.kind, u.name, coalesce(u.passage, 0) AS passage, u.title,
+                   coalesce(u.body, '') AS body, u.snippet, u.heading, u.cs, u.ce,
                    CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN u.emb END AS emb,
                    dna.text_hash(u.title, u.body) AS h
-            FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[])
-                 WITH ORDINALITY AS u (kind, name, title, body, snippet, emb, i)),
+            FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[], $11::integer[],
+                        $12::text[], $13::integer[], $14::integer[])
+                 WITH ORDINALITY AS u (kind, name, title, body, snippet, emb, passage, heading, cs, ce, i)),
         cls AS (
-            SELECT s.*, CASE WHEN t.text_hash IS NULL THEN 'inserted'
-                             WHEN t.text_hash <> s.h THEN 'updated'
-                             WHEN s.emb IS NOT NULL AND t.embedding IS NULL THEN 'embedded'
-                             ELSE 'unchanged' END AS action,
-                   t.embedding IS NOT NULL AS had_embedding
+            SELECT s.*, t.embedding IS NOT NULL AS had_embedding,
+                   CASE WHEN t.text_hash IS NULL THEN 'inserted'
+                        WHEN t.text_hash <> s.h THEN 'updated'
+                        WHEN coalesce(s.emb, r.embedding) IS NOT NULL AND t.embedding IS NULL THEN 'embedded'
+                        WHEN t.heading IS DISTINCT FROM s.heading OR t.char_start IS DISTINCT FROM s.cs
+                          OR t.char_end IS DISTINCT FROM s.ce OR t.snippet IS DISTINCT FROM
+                             coalesce(s.snippet, left(regexp_replace(s.body, '\s+', ' ', 'g'), 240)) THEN 'moved'
+                        ELSE 'unchanged' END AS action,
+                   coalesce(s.emb, CASE WHEN t.text_hash = s.h THEN t.embedding END, r.embedding) AS new_emb
             FROM src AS s
             LEFT JOIN %1$s AS t ON t.scope = $1 AND t.kind = s.kind AND t.name = s.name AND t.tenant = $2
-                               AND t.model_id = $3),
+                               AND t.model_id = $3 AND t.passage = s.passage
+            -- The same text stored at another ordinal of the document keeps its vector (no re-embedding).
+            LEFT JOIN LATERAL (
+                SELECT x.embedding FROM %1$s AS x
+                WHERE s.emb IS NULL AND t.text_hash IS DISTINCT FROM s.h
+                  AND x.scope = $1 AND x.kind = s.kind AND x.name = s.name AND x.tenant = $2 AND x.model_id = $3
+                  AND x.text_hash = s.h AND x.embedding IS NOT NULL
+                LIMIT 1) AS r ON true),
         w AS (
-            INSERT INTO %1$s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
-                                   embedding, ts_config)
-            SELECT $1, c.kind, c.name, $2, $3, c.h, c.title,
-                   coalesce(c.snippet, left(regexp_replace(c.body, '\s+', ' ', 'g'), 240)), c.body, c.emb, $10
+            INSERT INTO %1$s AS t (scope, kind, name, tenant, model_id, passage, text_hash, title, snippet, body,
+                                   embedding, ts_config, heading, char_start, char_end)
+            SELECT $1, c.kind, c.name, $2, $3, c.passage, c.h, c.title,
+                   coalesce(c.snippet, left(regexp_replace(c.body, '\s+', ' ', 'g'), 240)), c.body, c.new_emb, $10,
+                   c.heading, c.cs, c.ce
             FROM cls AS c WHERE c.action <> 'unchanged'
-            ORDER BY c.kind, c.name
-            ON CONFLICT (scope, kind, name, tenant, model_id) DO UPDATE
+            ORDER BY c.kind, c.name, c.passage
+            ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
             SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                 body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
+                heading = excluded.heading, char_start = excluded.char_start, char_end = excluded.char_end,
                 updated_at = now()
-            RETURNING 1)
+            RETURNING 1),
+        docs AS (
+            SELECT s.kind, s.name, max(s.passage) AS last FROM src AS s GROUP BY s.kind, s.name),
+        gone AS (
+            DELETE FROM %1$s AS t USING docs AS d
+            WHERE t.scope = $1 AND t.kind = d.kind AND t.name = d.name AND t.tenant = $2 AND t.model_id = $3
+              AND t.passage > d.last
+            RETURNING t.kind, t.name, t.passage)
         SELECT c.ord, c.kind, c.name, c.action, c.h,
-               CASE WHEN c.action = 'unchanged' THEN c.had_embedding ELSE c.emb IS NOT NULL END
+               CASE WHEN c.action = 'unchanged' THEN c.had_embedding ELSE c.new_emb IS NOT NULL END, c.passage
         FROM cls AS c
         WHERE (SELECT count(*) FROM w) >= 0
-        ORDER BY c.ord$sql$, tbl)
-        USING scope, tenant, model_id, kinds, names, titles, bodies, snippets, embeddings, cfg.ts_config;
+        UNION ALL
+        SELECT NULL::integer, g.kind, g.name, 'deleted', NULL::text, false, g.passage FROM gone AS g
+        ORDER BY 1 NULLS LAST, 2, 3, 7$sql$, tbl)
+        USING scope, tenant, model_id, kinds, names, titles, bodies, snippets, embeddings, cfg.ts_config,
+              passages, headings, char_starts, char_ends;
 END
 $$;
 
-COMMENT ON FUNCTION dna.index_documents(text, text[], text[], text[], vector[], text, text[], text, text[], boolean) IS
-'Set-based dna.index_document: upserts many documents of one scope, tenant and model_id in one statement. '
-'kinds, names, bodies (and titles, snippets, embeddings when given) are parallel arrays, one element per '
-'document (at most 100000 per call). Embeddings: one width per call (a NULL element: lexical only; a '
-'zero vector is stored as NULL); without any, model_id must be registered. Idempotent by text hash. '
-'Returns one row per input document in input order: ord (1-based position), kind, name, action '
-'(inserted|updated|embedded|unchanged), text_hash, embedded. A NULL title or snippet is stored as NULL (an '
-'upsert replaces the row: omitting titles clears them). Every document is checked before anything '
-'is written; the error names the first bad one by position. Errors: 22023 (blank keys, empty text, '
-'arrays of different lengths, a (kind, name) twice, mixed widths, unknown model_id without vectors), 22001 '
-'(kind > 200, name > 512 characters, text > 1000000 bytes), 54000 (more than 100000 documents), 42P01 '
-'(no table for the width), 42501 (reserved tenant, not a member, no identity).';
+COMMENT ON FUNCTION dna.index_documents(text, text[], text[], text[], vector[], text, text[], text, text[], boolean, integer[], text[], integer[], integer[]) IS
+'Set-based dna.index_document: upserts many documents of one scope, tenant and model_id in one statement, '
+'whole or as passages. kinds, names, bodies (and titles, snippets, embeddings, passages, headings, '
+'char_starts, char_ends when given) are parallel arrays, one element per document — or, with passages, one '
+'per passage: passages[i] is the 0-based ordinal of element i in its document (kind, name), heading its '
+'heading path (e.g. ''Install > From source''), [char_start, char_end) its span in the parent''s text '
+'(characters). A document named in a call ends up with exactly the passages given (ordinals 0..n-1, each '
+'once; the ones it no longer has are deleted); without passages each element is a whole document (passage 0, '
+'its passages 1… deleted). At most 100000 elements per call. Embeddings: one width per call (a NULL element: '
+'lexical only, unless the same text — dna.text_hash(title, body) — is already stored with a vector at any '
+'ordinal of that document, which it then keeps: unchanged passages are never re-embedded); a zero vector '
+'is stored as NULL; without any, model_id must be registered. Idempotent by text hash. Returns one row per '
+'input element in input order: ord (1-based position), kind, name, action (inserted|updated|embedded|moved|'
+'unchanged; moved = same text, new heading/span/snippet), text_hash, embedded, passage; then one row per '
+'deleted passage (ord NULL, action deleted). A NULL title or snippet is stored as NULL. Every element is '
+'checked before anything is written; the error names the first bad one by position. Errors: 22023 (blank '
+'keys, empty text, arrays of different lengths, a (kind, name) twice without passages, passage ordinals not '
+'0..n-1, a bad span, mixed widths, unknown model_id without vectors), 22001 (kind > 200, name > 512 '
+'characters, text > 1000000 bytes per element), 54000 (more than 100000 elements), 42P01 (no table for the '
+'width), 42501 (reserved tenant, not a member, no identity).';
 
+DROP FUNCTION IF EXISTS dna.index_staged(text, uuid, text, text, boolean);  -- before passages (0013_passages)
 CREATE OR REPLACE FUNCTION dna.index_staged(scope text, batch uuid, model_id text, tenant text DEFAULT '',
                                             personal boolean DEFAULT false)
-RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean)
+RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_variable
@@ -241,11 +318,15 @@ BEGIN
     END IF;
     WITH gone AS (
         DELETE FROM dna.dna_index_staging AS s WHERE s.batch = batch AND s.owner = current_user::text
-        RETURNING s.ord, s.kind, s.name, s.title, s.body, s.snippet, s.embedding)
+        RETURNING s.ord, s.kind, s.name, s.title, s.body, s.snippet, s.embedding, s.passage, s.heading,
+                  s.char_start, s.char_end)
     SELECT array_agg(g.ord ORDER BY g.ord) AS ords, array_agg(g.kind ORDER BY g.ord) AS kinds,
            array_agg(g.name ORDER BY g.ord) AS names, array_agg(g.title ORDER BY g.ord) AS titles,
            array_agg(g.body ORDER BY g.ord) AS bodies, array_agg(g.snippet ORDER BY g.ord) AS snippets,
-           array_agg(g.embedding ORDER BY g.ord) AS embeddings, count(DISTINCT g.ord) AS distinct_ords,
+           array_agg(g.embedding ORDER BY g.ord) AS embeddings,
+           CASE WHEN count(g.passage) > 0 THEN array_agg(g.passage ORDER BY g.ord) END AS passages,
+           array_agg(g.heading ORDER BY g.ord) AS headings, array_agg(g.char_start ORDER BY g.ord) AS char_starts,
+           array_agg(g.char_end ORDER BY g.ord) AS char_ends, count(DISTINCT g.ord) AS distinct_ords,
            count(*) AS n
     INTO b FROM gone AS g;
     IF b.n = 0 THEN
@@ -258,17 +339,18 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
-    SELECT b.ords[r.ord], r.kind, r.name, r.action, r.text_hash, r.embedded
+    SELECT b.ords[r.ord], r.kind, r.name, r.action, r.text_hash, r.embedded, r.passage
     FROM dna.index_documents(scope, b.kinds, b.names, b.bodies, b.embeddings, model_id, b.titles, tenant,
-                             b.snippets, personal) AS r;
+                             b.snippets, personal, b.passages, b.headings, b.char_starts, b.char_ends) AS r;
 END
 $$;
 
 COMMENT ON FUNCTION dna.index_staged(text, uuid, text, text, boolean) IS
 'The COPY path of dna.index_documents: in one transaction, COPY documents into dna.dna_index_staging '
-'(batch uuid, ord integer, kind, name, title, body, snippet, embedding) under a fresh batch uuid, then call '
-'this: it consumes the batch''s rows and indexes them (result as dna.index_documents, ord = the staged '
-'ord). Only the role that staged a batch consumes it, and a transaction that leaves staged rows cannot '
+'(batch uuid, ord integer, kind, name, title, body, snippet, embedding, and for passages passage, heading, '
+'char_start, char_end) under a fresh batch uuid, then call this: it consumes the batch''s rows and indexes '
+'them (result as dna.index_documents, ord = the staged ord; a batch whose passage column is all NULL holds '
+'whole documents). Only the role that staged a batch consumes it, and a transaction that leaves staged rows cannot '
 'commit (55000 at COMMIT, from the constraint trigger dna_index_staging_consumed), so staged text is '
 'never visible to another session. An unknown or empty batch returns no rows. Errors: as '
 'dna.index_documents (on error the staged rows go with the rolled-back transaction); 22023 for a NULL '
@@ -303,23 +385,25 @@ DECLARE
     tbl regclass := dna.search_table(dna.model_dims(model_id));
 BEGIN
     PERFORM dna.check_tenant(t) FROM unnest(tenants) AS t;   -- personal:* refused (42501)
-    -- 1-based positions of the given documents that need an embedding: absent, changed text, or no vector yet.
+    -- 1-based positions of the given texts (documents or passages) that need an embedding: no row of
+    -- that document (any passage ordinal) stores this text with a vector.
     RETURN QUERY EXECUTE format(
         'SELECT d.ord::integer
          FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
               AS d(kind, name, title, body, tenant, ord)
-         LEFT JOIN %s AS t
-           ON t.scope = $1 AND t.model_id = $7 AND t.kind = d.kind AND t.name = d.name
-          AND t.tenant = coalesce(d.tenant, '''')
-         WHERE t.text_hash IS DISTINCT FROM dna.text_hash(d.title, d.body) OR t.embedding IS NULL
+         WHERE NOT EXISTS (
+             SELECT 1 FROM %s AS t
+             WHERE t.scope = $1 AND t.kind = d.kind AND t.name = d.name AND t.tenant = coalesce(d.tenant, '''')
+               AND t.model_id = $7 AND t.text_hash = dna.text_hash(d.title, d.body) AND t.embedding IS NOT NULL)
          ORDER BY d.ord', tbl)
         USING scope, kinds, names, titles, bodies, tenants, model_id;
 END
 $$;
 
 COMMENT ON FUNCTION dna.stale_documents(text, text, text[], text[], text[], text[], text[]) IS
-'Given parallel arrays describing documents, returns the 1-based positions that need an embedding for '
-'model_id in scope (not indexed, text changed, or indexed without a vector). Clients call it before '
+'Given parallel arrays describing documents (or passages: one element per passage, kind and name of its '
+'document), returns the 1-based positions that need an embedding for model_id in scope: no row of that '
+'document, at any passage ordinal, stores the same text (dna.text_hash(title, body)) with a vector. Clients call it before '
 'embedding so unchanged text is never re-embedded. Errors: as dna.model_dims.';
 
 DROP FUNCTION IF EXISTS dna.delete_document(text, text, text, text, text);  -- before the personal parameter (0009_tenancy)

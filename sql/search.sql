@@ -1,7 +1,8 @@
 -- pydna SQL package — search plane.
 -- Width routing, model registry, and hybrid search (dense KNN + BM25 lexical lane from
--- sql/bm25.sql, fused by dna.rrf); writing documents is sql/documents.sql. Tables come from the alembic revisions; this
--- file only defines functions.
+-- sql/bm25.sql, fused by dna.rrf) over passages, answered one hit per document (its best passage)
+-- or per passage; writing documents is sql/documents.sql. Tables come from the alembic revisions;
+-- this file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
 -- Validation helpers
@@ -221,12 +222,39 @@ COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
 'same lexemes with BM25, dna.bm25). Never raises on user text (tsquery operators, quotes, URLs, e-mail '
 'addresses); returns NULL when the text has no lexemes (blank or stop words only).';
 
+CREATE OR REPLACE FUNCTION dna.scope_kinds_text(scope text, model_id text, tbl regclass)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    listed text;
+BEGIN
+    -- The distinct Kinds of a scope by a loose index scan (one probe per Kind), at most 20.
+    EXECUTE format('WITH RECURSIVE k AS (
+                        (SELECT t.kind FROM %1$s AS t WHERE t.scope = $1 ORDER BY t.kind LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT t.kind FROM %1$s AS t WHERE t.scope = $1 AND t.kind > k.kind
+                                ORDER BY t.kind LIMIT 1)
+                        FROM k WHERE k.kind IS NOT NULL)
+                    SELECT string_agg(k.kind, '', '' ORDER BY k.kind)
+                    FROM (SELECT k.kind FROM k WHERE k.kind IS NOT NULL LIMIT 20) AS k', tbl)
+        INTO listed USING scope;
+    RETURN coalesce(listed, 'none');
+END
+$$;
+
+COMMENT ON FUNCTION dna.scope_kinds_text(text, text, regclass) IS
+'The Kinds with documents in scope in the search table tbl, as one line for messages (''Doc, Engram'', at '
+'most 20, or ''none''): dna.search names them in its NOTICE when a kinds entry has no documents.';
+
+
 -- ---------------------------------------------------------------------------------------------
 -- Hybrid search
 -- ---------------------------------------------------------------------------------------------
 
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean);  -- before valid_time
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz);  -- before passages (0013_passages)
 CREATE OR REPLACE FUNCTION dna.scope_models(scope text)
 RETURNS TABLE (model_id text, dims integer, documents bigint)
 LANGUAGE plpgsql STABLE
@@ -236,7 +264,8 @@ DECLARE
     w integer;
 BEGIN
     FOR w IN SELECT dna.search_widths() LOOP
-        RETURN QUERY EXECUTE format('SELECT t.model_id, %s, count(*) FROM dna.%I AS t WHERE t.scope = $1
+        RETURN QUERY EXECUTE format('SELECT t.model_id, %s, count(*) FILTER (WHERE t.passage = 0)
+                                     FROM dna.%I AS t WHERE t.scope = $1
                                      GROUP BY t.model_id ORDER BY t.model_id', w, 'dna_search_docs_' || w)
             USING scope;
     END LOOP;
@@ -244,8 +273,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.scope_models(text) IS
-'The model_ids that have documents in scope, with their width and document count (rows the caller '
-'can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
+'The model_ids that have documents in scope, with their width and document count (documents, not '
+'passages: rows at passage 0 the caller can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
 '(SQLSTATE 02000) when the requested model_id has no documents in the scope.';
 
 CREATE OR REPLACE FUNCTION dna.scope_models_text(scope text)
@@ -267,7 +296,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
     weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
-    valid_time timestamptz DEFAULT now())
+    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -282,6 +311,7 @@ DECLARE
     lane_filter text;
     dense_sql text;
     terms text[] := '{}';
+    missing text[];
     retired integer := 0;
     degraded boolean := query_embedding IS NULL;
 BEGIN
@@ -326,12 +356,33 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x
                    WHERE x.scope = scope AND x.model_id = model_id AND x.tenant IN ('', tenant)) THEN
         -- Nothing indexed with this model here: say so (psql shows the NOTICE, clients surface it)
-        -- instead of an empty answer that looks like "no match".
-        RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
-            quote_literal(model_id), quote_literal(scope),
-            dna.scope_models_text(scope)
-            USING ERRCODE = '02000';
+        -- instead of an empty answer that looks like "no match"; a scope with nothing at all is
+        -- most often a typo, so name the nearest scopes that exist.
+        IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x WHERE x.scope = scope) THEN
+            RAISE NOTICE 'scope % has no documents; nearest scopes: %', quote_literal(scope),
+                dna.nearest_scopes_text(scope, 3)        -- sql/catalog.sql
+                USING ERRCODE = '02000';
+        ELSE
+            RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
+                quote_literal(model_id), quote_literal(scope),
+                dna.scope_models_text(scope)
+                USING ERRCODE = '02000';
+        END IF;
         RETURN;
+    END IF;
+    -- A Kind filter naming a Kind with no documents here is most often a typo: say which, and which
+    -- Kinds there are (one index probe per Kind asked; the list only when one is missing).
+    IF kinds IS NOT NULL THEN
+        EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
+                        WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
+                                          AND t.tenant IN ('''', $3) AND t.model_id = $4)', tbl)
+            INTO missing USING scope, kinds, tenant, model_id;
+        IF missing IS NOT NULL THEN
+            RAISE NOTICE 'no documents of kind % in scope % (model_id %); kinds there: %',
+                array_to_string(missing, ', '), quote_literal(scope), quote_literal(model_id),
+                dna.scope_kinds_text(scope, model_id, tbl)
+                USING ERRCODE = '02000';
+        END IF;
     END IF;
 
     -- Validity at valid_time: documents of memories out of force then (forgotten, or valid from a
@@ -372,13 +423,13 @@ BEGIN
             dense_order := 't.embedding <=> $3';
         END IF;
         dense_sql := format(
-            'SELECT c.kind, c.name, c.tenant, 1 - (c.embedding <=> $3) AS similarity,
-                    row_number() OVER (ORDER BY c.embedding <=> $3, c.kind, c.name, c.tenant)::integer AS rnk
-             FROM (SELECT t.kind, t.name, t.tenant, t.embedding FROM %s AS t
+            'SELECT c.kind, c.name, c.tenant, c.passage, 1 - (c.embedding <=> $3) AS similarity,
+                    row_number() OVER (ORDER BY c.embedding <=> $3, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
+             FROM (SELECT t.kind, t.name, t.tenant, t.passage, t.embedding FROM %s AS t
                    WHERE t.embedding IS NOT NULL AND %s
                    ORDER BY %s LIMIT $4) AS c', tbl, lane_filter, dense_order);
     ELSE
-        dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant,
+        dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant, NULL::integer AS passage,
                              NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
     END IF;
 
@@ -388,43 +439,59 @@ BEGIN
     -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
     -- starve the lane. Only a name_prefix (a document column) needs every score ($16 NULL).
     -- The lane's certificate (exact) is carried to every hit.
+    -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
+    -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
+    -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only).
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
-             SELECT d.kind, d.name, d.tenant, c.score AS lexical_score, c.exact,
-                    row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant)::integer AS rnk
+             SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact,
+                    row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage)::integer AS rnk
              FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c
              JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
              WHERE ($7::text IS NULL OR starts_with(d.name, $7))
                AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
-             ORDER BY c.score DESC, d.kind, d.name, d.tenant
+             ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
              LIMIT $13
          ),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
-                    coalesce(d.tenant, l.tenant) AS tenant,
+                    coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
                     dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) AS score,
                     d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
              FROM dense AS d FULL JOIN lexical AS l
-               ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant
-             ORDER BY score DESC, kind, name, tenant
+               ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
+         ),
+         best AS (
+             SELECT f.* FROM (
+                 SELECT f.*, row_number() OVER (PARTITION BY f.kind, f.name, f.tenant
+                                                ORDER BY f.score DESC, f.passage) AS nth
+                 FROM fused AS f) AS f
+             WHERE $18 OR f.nth = 1
+             ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage
              LIMIT $11
          )
          SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
                 f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
                 starts_with(f.tenant, ''personal:''),
-                coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true)
-         FROM fused AS f
+                coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true),
+                f.passage, doc.heading, doc.char_start, doc.char_end,
+                CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
+                     THEN ts_headline(doc.ts_config, doc.body, $19::tsquery,
+                                      ''StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'')
+                END
+         FROM best AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
-                       AND doc.name = f.name AND doc.tenant = f.tenant
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant', dense_sql, tbl, tbl)
+                       AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, tbl, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
-              CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
+              CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config);
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -440,4 +507,11 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '
 'of both lanes; documents of other Kinds are always in force; NULL turns the validity filter off. '
 'exact (every hit): true when the lexical lane''s list is provably the exhaustive BM25 ranking (always '
-'for partitions whose query postings fit dna.bm25_lane''s budget; see dna.bm25).';
+'for partitions whose query postings fit dna.bm25_lane''s budget; see dna.bm25). '
+'Passages: both lanes rank passage rows (a document indexed whole is its passage 0; see '
+'dna.index_documents) and RRF fuses passages; by default each document answers once, by its best fused '
+'passage (MaxP), whose passage ordinal, heading, char_start/char_end (span in the parent''s text) and snippet '
+'the hit carries; passages => true answers every passage (a document may then appear several times). '
+'highlight: that passage''s text around the query''s lexemes, matches marked **like this** (ts_headline, up '
+'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane). NOTICEs (SQLSTATE 02000): a '
+'scope with no documents (naming the nearest scopes), a model_id with none there, a kinds entry with none there.';

@@ -1,0 +1,227 @@
+"""Split long text into passages: the unit both search lanes rank.
+
+A passage is a window of a document sized in the embedder's tokens, so the dense lane sees all of a
+long file (the embedder reads at most 256 tokens of each text) and a hit can point at the part that
+answers. Splitting is done by ``semantic-text-splitter`` (a maintained Rust splitter): Markdown at
+its semantic levels (headings, then blocks, paragraphs, sentences, words), plain text at paragraphs,
+then sentences, with an overlap between neighbouring windows so a sentence cut at one edge is whole
+in the next. reStructuredText is first cut at its section titles (a title line underlined — and
+optionally overlined — by one repeated punctuation character), then each section as plain text.
+
+Each passage carries its span in the document's text (``char_start``/``char_end``, characters,
+end exclusive: ``text[char_start:char_end] == passage.text``) and its heading path
+(``"Install > From source"``): the titles of the sections that enclose its start.
+
+The SQL side stores what this module produces (``dna.index_documents(..., passages, headings,
+char_starts, char_ends)``); callers from other languages split with any splitter and send the same
+arrays.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+#: Passage size in embedder tokens: windows of at most MAX_TOKENS (the title is embedded with each
+#: passage and MiniLM reads 256 tokens, [CLS] and [SEP] included), at least MIN_TOKENS where the
+#: text allows it.
+MAX_TOKENS = 200
+MIN_TOKENS = 100
+#: Tokens shared by neighbouring plain-text windows.
+OVERLAP_TOKENS = 32
+#: Without the embedder's tokenizer, sizes are counted in characters at this many per token
+#: (English prose under WordPiece runs at about 4-5).
+CHARS_PER_TOKEN = 4
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
+RST_SUFFIXES = frozenset({".rst", ".rest"})
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One passage: ``ordinal`` (0-based), ``text`` (== the document's ``text[char_start:char_end]``),
+    ``heading`` (heading path, ``None`` outside any section)."""
+
+    ordinal: int
+    text: str
+    char_start: int
+    char_end: int
+    heading: str | None
+
+
+def text_format(name: str) -> str:
+    """``"markdown"``, ``"rst"`` or ``"text"``, from a file name's suffix."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in RST_SUFFIXES:
+        return "rst"
+    return "text"
+
+
+class PassageSplitter:
+    """Splits texts into :class:`Passage` lists.
+
+    ``tokenizer``: a ``tokenizers.Tokenizer`` (the embedder's) to size windows in its tokens; ``None``
+    sizes them in characters (``CHARS_PER_TOKEN`` per token). ``max_tokens``/``min_tokens``/
+    ``overlap_tokens``: see the module constants. Raises ``ValueError`` for sizes that are not
+    ``0 < min_tokens <= max_tokens`` and ``0 <= overlap_tokens < max_tokens``."""
+
+    def __init__(self, tokenizer: Any | None = None, *, max_tokens: int = MAX_TOKENS,
+                 min_tokens: int = MIN_TOKENS, overlap_tokens: int = OVERLAP_TOKENS):
+        if not (0 < min_tokens <= max_tokens) or not (0 <= overlap_tokens < max_tokens):
+            raise ValueError(f"passage sizes need 0 < min_tokens <= max_tokens and 0 <= overlap_tokens < "
+                             f"max_tokens, got min {min_tokens}, max {max_tokens}, overlap {overlap_tokens}")
+        from semantic_text_splitter import MarkdownSplitter, TextSplitter
+
+        if tokenizer is not None:
+            # A copy without the embedder's truncation and padding: sizes count every token.
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_str(tokenizer.to_str())
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+        self.tokenizer = tokenizer
+        if tokenizer is not None:
+            capacity, overlap = (min_tokens, max_tokens), overlap_tokens
+            self._text = TextSplitter.from_huggingface_tokenizer(tokenizer, capacity, overlap=overlap)
+            self._markdown = MarkdownSplitter.from_huggingface_tokenizer(tokenizer, capacity)
+            self._size = lambda t: len(tokenizer.encode(t, add_special_tokens=False).ids)
+        else:
+            capacity = (min_tokens * CHARS_PER_TOKEN, max_tokens * CHARS_PER_TOKEN)
+            overlap = overlap_tokens * CHARS_PER_TOKEN
+            self._text = TextSplitter(capacity, overlap=overlap)
+            self._markdown = MarkdownSplitter(capacity)
+            self._size = lambda t: -(-len(t) // CHARS_PER_TOKEN)
+        self.max_tokens = max_tokens
+        self.min_tokens = min_tokens
+
+    def fits(self, text: str) -> bool:
+        """Whether ``text`` is one passage (at most ``max_tokens``); bounded work for long text."""
+        # A text longer than max_tokens * 16 characters never fits (no token is < 1/16 character).
+        return len(text) <= self.max_tokens * 16 and self._size(text) <= self.max_tokens
+
+    def split(self, text: str, fmt: str = "text") -> list[Passage]:
+        """The passages of ``text`` (``fmt``: ``"markdown"``, ``"rst"`` or ``"text"``), in order;
+        ``[]`` for blank text. A text that fits one window is one passage spanning all of it."""
+        if fmt not in ("markdown", "rst", "text"):
+            raise ValueError(f"unknown text format {fmt!r}: use 'markdown', 'rst' or 'text'")
+        if not text.strip():
+            return []
+        if self.fits(text):
+            return [Passage(0, text, 0, len(text), None)]
+        if fmt == "markdown":
+            heads = markdown_headings(text)
+            chunks = list(self._markdown.chunk_indices(text))
+        elif fmt == "rst":
+            heads = rst_headings(text)
+            chunks = [(start + off, ch) for start, body in _sections(text, heads)
+                      for off, ch in self._text.chunk_indices(body)]
+        else:
+            heads = []
+            chunks = list(self._text.chunk_indices(text))
+        spans = self._merge_small([(off, off + len(ch)) for off, ch in chunks if ch.strip()], text)
+        return [Passage(i, text[a:b], a, b, heading_path(heads, a)) for i, (a, b) in enumerate(spans)]
+
+    def _merge_small(self, spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+        """Joins a window shorter than a quarter of ``min_tokens`` (a heading cut off from its
+        section, a one-line paragraph) to the next one when both fit one window together."""
+        out: list[tuple[int, int]] = []
+        for a, b in spans:
+            if out:
+                pa, pb = out[-1]
+                if pb <= a and self._size(text[pa:pb]) * 4 < self.min_tokens and self.fits(text[pa:b]):
+                    out[-1] = (pa, b)
+                    continue
+            out.append((a, b))
+        return out
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section title at character ``start`` of its document, nesting ``level`` (1 = outermost)."""
+
+    start: int
+    level: int
+    title: str
+
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def markdown_headings(text: str) -> list[Heading]:
+    """ATX headings (``#`` … ``######``) and setext headings (a line underlined by ``===`` or
+    ``---``) outside fenced code blocks, in document order."""
+    heads: list[Heading] = []
+    fence: str | None = None
+    pos = 0
+    prev: tuple[int, str] | None = None        # (start, line) of the previous non-blank line
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        m = _FENCE.match(bare)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+        elif m:
+            fence = m.group(1)
+        elif (h := _ATX.match(bare)) is not None:
+            heads.append(Heading(pos, len(h.group(1)), h.group(2).strip()))
+        elif prev is not None and re.fullmatch(r" {0,3}(=+|-+)[ \t]*", bare) and prev[1].strip() \
+                and not _ATX.match(prev[1]):
+            heads.append(Heading(prev[0], 1 if bare.strip()[0] == "=" else 2, prev[1].strip()))
+        prev = (pos, bare) if bare.strip() else None
+        pos += len(line)
+    return heads
+
+
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+
+
+def rst_headings(text: str) -> list[Heading]:
+    """Section titles of reStructuredText: a title line underlined (and optionally overlined) by one
+    repeated punctuation character at least as long as the title; levels in order of first use of
+    each (character, overlined) style, as docutils assigns them."""
+    lines = text.splitlines(keepends=True)
+    starts, pos = [], 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line)
+    bare = [line.rstrip("\r\n") for line in lines]
+    styles: list[tuple[str, bool]] = []
+    heads: list[Heading] = []
+    i = 0
+    while i < len(bare) - 1:
+        title, under = bare[i], bare[i + 1]
+        over = i > 0 and _RST_ADORNMENT.match(bare[i - 1]) is not None
+        if (title.strip() and not _RST_ADORNMENT.match(title) and _RST_ADORNMENT.match(under)
+                and len(under.rstrip()) >= len(title.rstrip())):
+            style = (under[0], over and bare[i - 1][0] == under[0])
+            if style not in styles:
+                styles.append(style)
+            start = starts[i - 1] if style[1] else starts[i]
+            heads.append(Heading(start, styles.index(style) + 1, title.strip()))
+            i += 2
+            continue
+        i += 1
+    return heads
+
+
+def _sections(text: str, heads: list[Heading]) -> list[tuple[int, str]]:
+    """``text`` cut at each heading's start: (offset, section text) pairs covering all of it."""
+    cuts = sorted({0, *(h.start for h in heads)})
+    return [(a, text[a:b]) for a, b in zip(cuts, cuts[1:] + [len(text)]) if text[a:b]]
+
+
+def heading_path(heads: list[Heading], offset: int) -> str | None:
+    """The titles enclosing ``offset`` (the last heading at or before it, and the nearest heading of
+    each outer level before that), outermost first, joined by ``" > "``; ``None`` before any."""
+    path: list[Heading] = []
+    for h in heads:
+        if h.start > offset:
+            break
+        while path and path[-1].level >= h.level:
+            path.pop()
+        path.append(h)
+    return " > ".join(h.title for h in path) or None
