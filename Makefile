@@ -11,7 +11,7 @@ SCIFACT ?= ../shared/data/scifact
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,onnx-offline]'
+	$(BIN)/python -m pip install -q -e '.[dev,onnx-offline,mcp,rest]'
 	touch $@
 
 # The peers of the benchmarks (bm25s, SQLite FTS5/sqlite-vec, ir-measures) are not needed by the tests.

@@ -104,6 +104,8 @@ def _mount_memory() -> None:
 
 
 _mount_memory()
+from pydna.doors.cli import mount as _mount_doors  # noqa: E402  (dna mcp, dna serve: SDKs load when run)
+_mount_doors(app)
 
 
 def main() -> None:  # pragma: no cover - `python -m pydna.cli`

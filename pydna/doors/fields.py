@@ -1,0 +1,109 @@
+"""The arguments of the doors' verbs, with the JSON-schema descriptions an LLM or a client reads.
+
+One definition per argument, shared by the MCP tools (:mod:`pydna.doors.mcp_server`) and the REST
+models (:mod:`pydna.doors.rest`), so both doors describe — and bound — them alike. The ranges are
+the SQL functions' own (``dna.recall``: k 0..1000; ``dna.list_memories``: 0..10000; floors 0..1);
+what the schema lets through, the database still checks, and its SQLSTATE comes back.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, Field
+
+MemoryKind = Literal["Engram", "Research", "Evidence"]
+
+Scope = Annotated[str, Field(
+    description="The scope (a project or application namespace, 1-200 characters) whose memories to use; "
+                "every call reads and writes one scope.")]
+Query = Annotated[str, Field(
+    description="What to look for, in natural language (at most 10,000 characters). Matched by meaning "
+                "(embeddings) and by words (BM25); a blank query returns nothing.")]
+Tenant = Annotated[str, Field(
+    description="The workspace partition: '' (default) = the shared base only; a workspace slug "
+                "(1-63 of a-z 0-9 . _ -) = that workspace over the base, if your role is a member. Never "
+                "'personal:…' (refused with SQLSTATE 42501): use personal=true for your personal memory.")]
+Personal = Annotated[bool, Field(
+    description="true = your personal memory (partition personal:<your oid>, resolved by the database from "
+                "the identity this server runs as; no one else can read it), read over the shared base. "
+                "Fails with SQLSTATE 42501 when that identity has none.")]
+MemoryName = Annotated[str, Field(
+    description="The memory's name, as remember returned it (e.g. rem-1a2b3c4d…) or as recall/list_memories "
+                "show it.")]
+Kind = Annotated[MemoryKind, Field(
+    description="The memory Kind: Engram (an episodic, semantic or procedural memory; default), Research "
+                "(a research note) or Evidence (a piece of evidence).")]
+Kinds = Annotated[Optional[list[MemoryKind]], Field(
+    description="Only these memory Kinds (Engram, Research, Evidence); omitted = all of them.")]
+DocKinds = Annotated[Optional[list[str]], Field(
+    description="Only these Kinds (documents, e.g. Doc; memories: Engram, Research, Evidence); omitted = all.")]
+Now = Annotated[Optional[datetime], Field(
+    description="World (valid) time to act or read at, ISO-8601 (e.g. 2026-07-09T15:00:00Z; no zone = UTC). "
+                "Omitted = the database's now(). A memory forgotten before this time is not in force.")]
+AsOf = Annotated[Optional[datetime], Field(
+    description="Transaction time, ISO-8601: answer with what the system believed at that moment (the "
+                "memories and texts as they were recorded then, before later edits or forgets). Omitted = "
+                "current belief. A read with as_of never writes. Differs from now: now moves the world "
+                "clock, as_of moves the record.")]
+RecallK = Annotated[int, Field(ge=0, le=1000, description="How many memories to return (0-1000; default 5).")]
+SearchK = Annotated[int, Field(ge=0, le=1000, description="How many hits to return (0-1000; default 10).")]
+Reconsolidate = Annotated[bool, Field(
+    description="true (default) = strengthen the memories this recall surfaces (retention rises, the cue "
+                "is logged), as recalling does; false = a pure read. Reads with as_of never write.")]
+Actor = Annotated[Optional[str], Field(
+    description="Who is asking, recorded with the cue (default: the database login).")]
+Summary = Annotated[Optional[str], Field(
+    description="The memory itself, one or two sentences (at most 280 characters); required for an Engram.")]
+Area = Annotated[Optional[str], Field(
+    description="Where it belongs, as Kind/name or a path (e.g. Feature/kernel, ops/deploys).")]
+Affect = Annotated[Optional[Literal["triumph", "regret", "surprise", "wistful", "ominous", "neutral"]], Field(
+    description="The feeling attached (weights recall): triumph, regret, surprise, wistful, ominous, neutral "
+                "(default).")]
+Tags = Annotated[Optional[list[str]], Field(
+    description="Topic tags (the first 5 become co-topics of the encoding context).")]
+SourceRefs = Annotated[Optional[list[str]], Field(
+    description="Source references, e.g. Doc/rrf or a URL.")]
+NewName = Annotated[Optional[str], Field(
+    description="A name for the memory; omitted = a stable hash of its text (remembering "
+                                "the same text again updates it instead of duplicating it).")]
+Title = Annotated[Optional[str], Field(description="A title (a Research or Evidence memory needs a title, summary or body).")]
+Body = Annotated[Optional[str], Field(description="Longer text, beside the summary.")]
+SupersededBy = Annotated[Optional[str], Field(
+    description="The name of the memory that replaces this one, if any (recorded).")]
+RevivedBy = Annotated[Optional[str], Field(description="Who or what revives it (recorded).")]
+IncludeForgotten = Annotated[bool, Field(description="true = include forgotten memories (default false).")]
+ListLimit = Annotated[int, Field(ge=0, le=10000, description="At most this many memories, newest first (0-10000; default 100).")]
+Apply = Annotated[bool, Field(
+    description="false (default) = a dry run: writes nothing, reports stale memories, merge candidates and "
+                "contradictions. true = forget (never delete) the stale memories.")]
+StaleFloor = Annotated[float, Field(
+    ge=0, le=1, description="A memory is stale when its retention (0-1, Ebbinghaus R = exp(-t/S)) is below this "
+                            "(default 0.15).")]
+MergeFloor = Annotated[float, Field(
+    ge=0, le=1, description="Merge candidates share at least this Jaccard overlap of terms (0-1; default 0.5).")]
+NamePrefix = Annotated[Optional[str], Field(description="Only documents whose name starts with this.")]
+ValidTime = Annotated[Optional[datetime], Field(
+    description="World time, ISO-8601: leave out memories not in force then (default: now). Documents that "
+                "are not memories are always in force.")]
+IncludeRetired = Annotated[bool, Field(description="true = also return forgotten memories (default false).")]
+
+
+class Claim(BaseModel):
+    """A declared claim: SUBJECT::PREDICATE=OBJECT, compared per subject by consolidate."""
+
+    predicate: Annotated[str, Field(description="What is claimed, e.g. deploy_day.")]
+    object: Annotated[Optional[str], Field(
+        description="Its value, e.g. thursday; omitted = an existence claim.")] = None
+    subject: Annotated[Optional[str], Field(
+        description="What it is about, as Kind/name (e.g. Service/api); omitted = the memory's "
+                                    "first Kind/name referent (its area or source refs).")] = None
+    polarity: Annotated[Literal["asserts", "denies"], Field(description="asserts (default) or denies.")] = "asserts"
+
+    def as_spec(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+Claims = Annotated[Optional[list[Claim]], Field(
+    description="Claims to declare. Declare one only when a LATER value of the same predicate would make this "
+                "memory false (a plan, a location, a status); consolidate reports contradictions between them.")]
