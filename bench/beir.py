@@ -342,7 +342,7 @@ def setup_database(args, console):
 def load_corpus(client, corpus, console, batch_size=256):
     t = time.perf_counter()
     report = client.index(SCOPE, ({"name": d["_id"], "title": d["title"] or None, "body": d["text"]} for d in corpus),
-                          kind=KIND, batch_size=batch_size)
+                          kind=KIND, batch_size=batch_size, passages=False)   # each abstract one passage
     client.embedder.flush()
     secs = time.perf_counter() - t
     client.conn.execute("VACUUM ANALYZE")

@@ -27,6 +27,7 @@ class CachedEmbedder:
         self.provider = provider
         self.model_id = provider.model_id
         self.dims = provider.dims
+        self.source = getattr(provider, "source", None)   # the tokenizer file, for passage sizing
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model_id)
         self.dir = Path(root) / safe
         self.dir.mkdir(parents=True, exist_ok=True)
