@@ -259,3 +259,35 @@ def test_client_indexes_long_text_as_passages_and_reembeds_only_what_changed(dna
         assert again.updated == 1 and again.embedded_texts == 1           # only the changed passage
         whole = c.index("s", [{"kind": "Doc", "name": "tool.md", "title": "Tool", "body": edited}], passages=False)
         assert whole.updated == 1 and whole.passages == 1 and whole.passages_deleted == n - 2  # n: 1 is short.txt
+
+
+# -- the revision ----------------------------------------------------------------------------------
+
+def test_upgrade_keeps_documents_as_passage_0_and_downgrade_refuses_to_lose_passages(empty_dsn):
+    from pydna import migrate
+
+    migrate.upgrade(empty_dsn, "0012_first_day")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
+        for name, body in (("a", GUIDE[0]), ("b", GUIDE[1]), ("c", GUIDE[2])):
+            conn.execute("SELECT dna.index_document('s', 'Doc', %s, %s, dna.fake_embed(%s), %s)",
+                         (name, body, body, MODEL))
+        query = "SELECT kind, name, score FROM dna.search('s', 'port process backups', dna.fake_embed('port'), %s)"
+        before = conn.execute(query, (MODEL,)).fetchall()
+    migrate.upgrade(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        register_vector(conn)
+        assert conn.execute(query, (MODEL,)).fetchall() == before
+        assert conn.execute("SELECT array_agg(DISTINCT passage) FROM dna.dna_search_docs_384").fetchone()[0] == [0]
+        _index(conn, "guide", GUIDE)
+    with pytest.raises(Exception, match="would lose 2 passage rows"):
+        migrate.downgrade(empty_dsn, "0012_first_day")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM dna.dna_search_docs_384").fetchone()[0] == 6   # nothing lost
+        conn.execute("SELECT dna.delete_document('s', 'Doc', 'guide')")
+    migrate.downgrade(empty_dsn, "0012_first_day")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        register_vector(conn)
+        assert conn.execute(query, (MODEL,)).fetchall() == before
+    migrate.upgrade(empty_dsn)
