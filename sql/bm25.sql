@@ -19,7 +19,9 @@
 --      SciFact-size partition), all of them are scored: the exhaustive BM25 ranking, exact = true;
 --   2. budgeted path: chunks are read in descending order of their score bound until the budget
 --      is spent (the memtable is always read whole); the best C partial sums are rescored exactly
---      from their forward rows, and the answer is certified exact when the k-th exact score beats
+--      from their forward rows (those of them that can still reach the top k: a partial sum plus
+--      the bound of every unread posting at least the k-th exact score of the best 2k), and the
+--      answer is certified exact when the k-th exact score beats
 --      the (C+1)-th partial sum plus the bound of every unread posting (Fagin's threshold
 --      argument). Every returned score is exact BM25; `exact` says whether the list is provably
 --      the exhaustive one.
@@ -274,9 +276,12 @@ DECLARE
     c_chunk integer[];
     c_take integer[];
     c_w float8[];
+    c_base bigint[];
     rest float8;
     read_postings bigint;
     rarest bigint;
+    mem bigint;                  -- memtable postings of the query terms that a Kind filter leaves
+    plain boolean;               -- no memtable posting, tombstone or shadowed row to merge or filter
     spent integer;
     docs bigint[];
     accs float8[];
@@ -330,8 +335,8 @@ BEGIN
           GROUP BY l.lexeme)
     SELECT array_agg(q.lexeme ORDER BY q.lexeme),
            array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
-           sum(coalesce(c.rd, 0) + coalesce(m.rd, 0)), min(d.df)
-    INTO lex, w, readable, rarest
+           sum(coalesce(c.rd, 0) + coalesce(m.rd, 0)), min(d.df), sum(coalesce(m.rd, 0))
+    INTO lex, w, readable, rarest, mem
     FROM q LEFT JOIN c ON c.lexeme = q.lexeme LEFT JOIN m ON m.lexeme = q.lexeme
            LEFT JOIN t ON t.lexeme = q.lexeme LEFT JOIN s ON s.lexeme = q.lexeme,
          LATERAL (SELECT coalesce(c.df, 0) + coalesce(m.df, 0) - coalesce(t.df, 0) - coalesce(s.df, 0) AS df) AS d
@@ -340,6 +345,12 @@ BEGIN
         RETURN;
     END IF;
     IF report THEN ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
+    -- The usual state after a compaction: only sealed chunks to read, nothing to leave out. Each
+    -- scoring statement then has a plain form without the memtable branch and the anti-joins,
+    -- which cost ~20% per posting even when they find nothing (bench/RESULTS.md, "per posting").
+    -- Postings are decoded by unnest() in the select list (ProjectSet: no tuplestore, unlike
+    -- unnest in FROM), ~0.05 us per posting cheaper.
+    plain := mem = 0 AND st.tombstones = 0 AND cardinality(st.shadowed) = 0;
 
     IF exhaustive OR top IS NULL OR readable <= budget THEN
         -- Exact path: every posting of the query terms, scored and summed.
@@ -349,21 +360,37 @@ BEGIN
                 'idf', to_jsonb(w), 'postings', readable, 'budget', budget, 'budget_asked', budget,
                 'ms_since_start', ms)::text, true);
         END IF;
+        IF plain THEN
+            RETURN QUERY
+            SELECT x.base + (x.p & 8589934591), round(sum(x.w * ((x.p >> 33) & 511)::float8 * (k1 + 1)
+                       / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
+            FROM (SELECT sg.base_doc_id AS base, q.w, unnest(c.postings) AS p
+                  FROM unnest(lex, w) AS q (lexeme, w)
+                  JOIN dna.dna_bm25_chunks AS c
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                  JOIN dna.dna_bm25_segments AS sg
+                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+                  WHERE kinds IS NULL OR c.kind = ANY (kinds)) AS x
+            GROUP BY 1
+            ORDER BY 2 DESC
+            FETCH FIRST coalesce(top, 2147483647) ROWS WITH TIES;
+            RETURN;
+        END IF;
         RETURN QUERY
         WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
         tomb AS MATERIALIZED (
             SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
             WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
         post AS (
-            SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, q.w,
+            SELECT x.base + (x.p & 8589934591) AS doc_id, x.seg_id, x.w,
                    ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
-            FROM q
-            JOIN dna.dna_bm25_chunks AS c
-              ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
-            JOIN dna.dna_bm25_segments AS sg
-              ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
-            CROSS JOIN LATERAL unnest(c.postings) AS x (p)
-            WHERE kinds IS NULL OR c.kind = ANY (kinds)
+            FROM (SELECT sg.base_doc_id AS base, c.seg_id, q.w, unnest(c.postings) AS p
+                  FROM q
+                  JOIN dna.dna_bm25_chunks AS c
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                  JOIN dna.dna_bm25_segments AS sg
+                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+                  WHERE kinds IS NULL OR c.kind = ANY (kinds)) AS x
             UNION ALL
             SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
             FROM q
@@ -392,7 +419,7 @@ BEGIN
     spent := CASE WHEN rarest > budget THEN 2 * budget ELSE budget END;
     WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
     h AS (
-        SELECT c.tenant, c.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w,
+        SELECT c.tenant, c.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w, sg.base_doc_id,
                q.w * least(CASE WHEN sg.k1 = k1 AND sg.b = b
                                 THEN c.max_imp * greatest(1.0, avgl / sg.avgdl_ref) * 1.000001
                                 ELSE 'Infinity'::float8 END,
@@ -412,62 +439,100 @@ BEGIN
     SELECT array_agg(sel.tenant) FILTER (WHERE sel.take > 0), array_agg(sel.lexeme) FILTER (WHERE sel.take > 0),
            array_agg(sel.kind) FILTER (WHERE sel.take > 0), array_agg(sel.seg_id) FILTER (WHERE sel.take > 0),
            array_agg(sel.chunk) FILTER (WHERE sel.take > 0), array_agg(sel.take) FILTER (WHERE sel.take > 0),
-           array_agg(sel.w) FILTER (WHERE sel.take > 0),
+           array_agg(sel.w) FILTER (WHERE sel.take > 0), array_agg(sel.base_doc_id) FILTER (WHERE sel.take > 0),
            coalesce(sum(sel.take), 0),
            coalesce((SELECT sum(r.bound) FROM (SELECT max(x.bound) AS bound FROM sel AS x WHERE x.take < x.n
                                              GROUP BY x.lexeme) AS r), 0)
-    INTO c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, read_postings, rest
+    INTO c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base, read_postings, rest
     FROM sel;
     IF report THEN ms := ms || jsonb_build_object('chunks', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     -- 2. Partial sums over the chosen postings and the whole memtable; the best C + 1 kept
-    --    (tombstoned and shadowed documents left out: with none, an anti-join with nothing).
-    WITH tomb AS MATERIALIZED (
-        SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
-        WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
-    post AS (
-        SELECT sg.base_doc_id + (x.p & 8589934591) AS doc_id, c.seg_id, ch.w * (k1 + 1) AS wk,
-               ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
-        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w)
-                 AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
-        JOIN dna.dna_bm25_chunks AS c
-          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
-        JOIN dna.dna_bm25_segments AS sg
-          ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
-        CROSS JOIN LATERAL unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS x (p)
-        UNION ALL
-        SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
-        FROM unnest(lex, w) AS q (lexeme, w)
-        JOIN dna.dna_bm25_postings AS p
-          ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
-        WHERE kinds IS NULL OR p.kind = ANY (kinds)),
-    acc AS (
-        SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
-        FROM post AS a
-        WHERE NOT (a.doc_id = ANY (st.shadowed))
-          AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
-        GROUP BY a.doc_id
-        ORDER BY 2 DESC, 1
-        LIMIT cand + 1)
-    SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
-    INTO docs, accs
-    FROM acc;
+    --    (tombstoned and shadowed documents left out). Hash aggregation of the partial sums is
+    --    most of the lane's time (~0.5 us per document read): every posting the budget reads is
+    --    a competitive one, so none can be skipped before it.
+    IF plain THEN
+        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+        INTO docs, accs
+        FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
+                     sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
+              FROM (SELECT ch.base, ch.w * (k1 + 1) AS wk,
+                           unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
+                    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+                    JOIN dna.dna_bm25_chunks AS c
+                      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
+              GROUP BY 1
+              ORDER BY 2 DESC, 1
+              LIMIT cand + 1) AS acc;
+    ELSE
+        WITH tomb AS MATERIALIZED (
+            SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
+            WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
+        post AS (
+            SELECT x.base + (x.p & 8589934591) AS doc_id, x.seg_id, x.wk,
+                   ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
+            FROM (SELECT ch.base, ch.seg_id, ch.w * (k1 + 1) AS wk,
+                         unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
+                  FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                           AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+                  JOIN dna.dna_bm25_chunks AS c
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                   AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
+            UNION ALL
+            SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
+            FROM unnest(lex, w) AS q (lexeme, w)
+            JOIN dna.dna_bm25_postings AS p
+              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+            WHERE kinds IS NULL OR p.kind = ANY (kinds)),
+        acc AS (
+            SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
+            FROM post AS a
+            WHERE NOT (a.doc_id = ANY (st.shadowed))
+              AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
+            GROUP BY a.doc_id
+            ORDER BY 2 DESC, 1
+            LIMIT cand + 1)
+        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+        INTO docs, accs
+        FROM acc;
+    END IF;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
     IF report THEN ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     -- 3. Exact BM25 of the best C from their forward rows (jsonb lexeme → tf: a key lookup is a
-    --    binary search, ~3x faster than array_position over the lexemes).
+    --    binary search, ~3x faster than array_position over the lexemes), in two steps: the best
+    --    2·top first; then, of the others, only those whose partial sum plus every unread bound
+    --    reaches the top-th exact score found so far (a document's exact score is at most its
+    --    partial sum + rest, so the others cannot enter the top; ~60% of them at 100k, where the
+    --    certificate holds). The answer, theta and the certificate are those of rescoring all C.
+    WITH cd AS (SELECT u.doc_id, u.acc, u.i FROM unnest(docs[1:cand], accs[1:cand]) WITH ORDINALITY AS u (doc_id, acc, i)),
+    first AS MATERIALIZED (
+        SELECT f.doc_id,
+               round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
+        FROM dna.dna_bm25_forward AS f
+        CROSS JOIN unnest(lex, w) AS q (lexeme, w)
+        CROSS JOIN LATERAL (SELECT (f.terms ->> q.lexeme)::float8 AS tf) AS g
+        WHERE f.scope = scope AND f.doc_id = ANY (docs[1:least(cand, 2 * top)]) AND g.tf IS NOT NULL
+        GROUP BY f.doc_id),
+    more AS (
+        SELECT f.doc_id,
+               round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
+        FROM dna.dna_bm25_forward AS f
+        CROSS JOIN unnest(lex, w) AS q (lexeme, w)
+        CROSS JOIN LATERAL (SELECT (f.terms ->> q.lexeme)::float8 AS tf) AS g
+        WHERE f.scope = scope AND g.tf IS NOT NULL
+          AND f.doc_id = ANY (ARRAY(
+                SELECT cd.doc_id FROM cd
+                WHERE cd.i > least(cand, 2 * top)
+                  AND cd.acc + rest + 1e-6 >= coalesce((SELECT x.sc FROM first AS x ORDER BY x.sc DESC OFFSET top - 1 LIMIT 1),
+                                                       '-Infinity'::float8)))
+        GROUP BY f.doc_id)
     SELECT array_agg(r.doc_id ORDER BY r.sc DESC, r.doc_id), array_agg(r.sc ORDER BY r.sc DESC, r.doc_id)
     INTO r_docs, r_scores
-    FROM (SELECT f.doc_id,
-                 round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
-          FROM dna.dna_bm25_forward AS f
-          CROSS JOIN unnest(lex, w) AS q (lexeme, w)
-          CROSS JOIN LATERAL (SELECT (f.terms ->> q.lexeme)::float8 AS tf) AS g
-          WHERE f.scope = scope AND f.doc_id = ANY (docs[1:cand]) AND g.tf IS NOT NULL
-          GROUP BY f.doc_id) AS r;
+    FROM (SELECT * FROM first UNION ALL SELECT * FROM more) AS r;
     r_docs := coalesce(r_docs, '{}');
     IF report THEN ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
@@ -599,7 +664,7 @@ $$;
 COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
 'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
 'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
-'candidates, rescored, theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, budget_asked and '
+'candidates, rescored (the candidates whose exact score was computed: the best 2k, then those that could still reach the top k), theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, budget_asked and '
 'budget (the one spent: doubled for a query without a rare term, rarest_df > budget), ms_since_start '
 '(milliseconds from the lane''s start to the end of each phase: stats, df, chunks, accumulate, rescore), hits, k}. '
 'An empty object plus hits = 0 when nothing matches. Errors as dna.bm25.';

@@ -4,9 +4,23 @@ Revision ID: 0011_lane_speed
 Revises: 0010_scale
 Create Date: 2026-12-01
 
-(Being written this session: empty until its work lands; removed from the chain if it does not.)
+Re-runs ``sql/bm25.sql`` (as this revision released it: ``versions/0011_lane_speed/bm25.sql``) with
+the faster statements of ``dna.bm25_lane``: a plain form of the exact and budgeted scoring
+statements when the partition has no memtable posting of the query terms, no tombstone and no
+shadowed row (the state after a compaction), postings decoded by ``unnest()`` in the select list,
+the segment's base doc_id carried with the chosen chunks, and the exact rescoring limited to the
+candidates that can still reach the top k. No table, type or signature changes; every answer is
+the one 0010_scale gives (tests/test_bm25_lane_speed.py compares the two texts on the same data).
+
+Downgrade re-runs ``sql/bm25.sql`` as 0010_scale released it.
 """
-from alembic import op  # noqa: F401
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import read_sql  # noqa: E402
 
 revision = "0011_lane_speed"
 down_revision = "0010_scale"
@@ -15,8 +29,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    op.execute(read_sql("bm25.sql", frozen_in=revision))
 
 
 def downgrade() -> None:
-    pass
+    op.execute(read_sql("bm25.sql", frozen_in="0010_scale"))
