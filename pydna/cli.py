@@ -23,30 +23,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from pydna.cli_common import ENV_DSN, CliError, CliState, cli_state, describe_error, print_error  # noqa: F401
 from pydna.cli_db import db_app
 from pydna.cli_index import index, markdown_snippet, markdown_title  # noqa: F401  (re-exported)
-from pydna.cli_search import recall
+from pydna.cli_search import recall, scopes
+
+
+#: The ClickException of the click that typer runs (its own copy from typer 0.26 on, the click
+#: package before): typer prints those itself.
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 class DnaGroup(TyperGroup):
     """The top-level group: turns known errors of any sub-command into one red line and exit 1."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except (typer.Exit, typer.Abort, _CLICK_ERROR):  # typer's own handling: usage errors, exits
             raise
         except Exception as exc:
             message = describe_error(exc)
             if message is None:
                 raise
             print_error(message)
-            raise typer.Exit(exc.code if isinstance(exc, CliError) else 1) from None
+            code = exc.code if isinstance(exc, CliError) else getattr(exc, "exit_code", 1)
+            raise typer.Exit(code if isinstance(code, int) else 1) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,6 +84,7 @@ def _main(
 app.command("index")(index)
 app.command("recall")(recall)
 app.command("search", help="Alias of `dna recall`: hybrid search in one scope.")(recall)
+app.command("scopes")(scopes)
 
 
 # ---------------------------------------------------------------------------------------------

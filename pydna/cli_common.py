@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -80,6 +79,10 @@ def describe_error(exc: BaseException) -> str | None:
 
     if isinstance(exc, CliError):
         return _one_line(str(exc))
+    if any(c.__name__ == "ClickException" for c in type(exc).__mro__) and hasattr(exc, "format_message"):
+        # A ClickException of another copy of click than typer's (typer >= 0.26 runs its own):
+        # typer would not catch it, so it is reported here.
+        return _one_line(exc.format_message())
     if isinstance(exc, NotMigratedError):
         return _one_line(str(exc))
     if isinstance(exc, EmbeddingError):
@@ -119,13 +122,13 @@ class CliState:
 
 
 
-def cli_state(ctx: click.Context | None = None) -> CliState:
-    ctx = ctx or click.get_current_context()
-    obj = ctx.find_object(CliState)
+def cli_state(ctx: typer.Context | None = None) -> CliState:
+    """The top-level options of the command running in ``ctx`` (defaults when there is none)."""
+    obj = ctx.find_object(CliState) if ctx is not None else None
     return obj if obj is not None else CliState()
 
 
-def database_dsn(ctx: click.Context | None = None) -> str:
+def database_dsn(ctx: typer.Context | None = None) -> str:
     """The DSN to use: --dsn / DNA_DATABASE_URL, else the embedded server (started if needed)."""
     state = cli_state(ctx)
     if state.dsn:
@@ -168,7 +171,18 @@ EmbedderOpt = Annotated[EmbedderName, typer.Option(
 @dataclass
 class EmbedderChoice:
     provider: Any
-    description: str  # one line: which provider, model_id, where the model comes from
+    description: str  # one short line: which provider and model_id (and why, when not the default)
+    detail: str = ""  # the long form: where the model comes from, why auto chose it (--json)
+
+
+def _choice(record) -> EmbedderChoice:
+    """An EmbedderChoice of a ``pydna.embeddings.select.ProviderChoice``."""
+    short = f"{record.name} {record.model_id}"
+    if record.reason == "the scope's model":
+        short += " (the scope's model)"
+    elif record.requested == "auto" and record.name == "fake":
+        short += " (ONNX not available; --json says why)"
+    return EmbedderChoice(record.provider, short, record.describe())
 
 
 def choose_embedder(name: str | EmbedderName = "auto") -> EmbedderChoice:
@@ -184,24 +198,52 @@ def choose_embedder(name: str | EmbedderName = "auto") -> EmbedderChoice:
         raise CliError(str(exc)) from exc
     last = getattr(_select, "last_choice", lambda: None)()
     if last is not None and last.provider is provider:
-        return EmbedderChoice(provider, last.describe())
-    return EmbedderChoice(provider, f"{type(provider).__name__} {provider.model_id}")
+        return _choice(last)
+    text = f"{type(provider).__name__} {provider.model_id}"
+    return EmbedderChoice(provider, text, text)
 
 
-def open_client(ctx: click.Context | None = None, embedder: str | EmbedderName | None = "auto",
-                ) -> tuple["Client", EmbedderChoice | None]:
+def scope_embedder(conn, scope: str, default: EmbedderChoice) -> EmbedderChoice:
+    """``--embedder auto`` on a scope that already has documents: ``default`` when the scope holds
+    vectors of its model_id, else the embedder of the scope's model with the most rows
+    (``dna.scope_models``) that this package can build; ``default`` when it can build none (the
+    server's NOTICE then names the scope's model_ids)."""
+    from pydna.embeddings.select import provider_for_model
+
+    rows = conn.execute("SELECT model_id, documents FROM dna.scope_models(%s)", (scope,)).fetchall()
+    if not rows or default.provider.model_id in {m for m, _ in rows}:
+        return default
+    for model_id, _ in sorted(rows, key=lambda r: (-r[1], r[0])):
+        record = provider_for_model(model_id)
+        if record is not None:
+            return _choice(record)
+    return default
+
+
+def open_client(ctx: typer.Context | None = None, embedder: str | EmbedderName | None = "auto",
+                scope: str | None = None) -> tuple["Client", EmbedderChoice | None]:
     """A migrated ``Client`` on the CLI's database, with the named embedder (None: lexical only).
-    Raises ``NotMigratedError`` (reported as one line naming `dna db upgrade`)."""
+    With ``scope``, ``auto`` picks the scope's model when the scope has documents of another model
+    than auto's default (:func:`scope_embedder`). Raises ``NotMigratedError`` (reported as one line
+    naming `dna db upgrade`)."""
     from pydna.client import connect
 
     choice = choose_embedder(embedder) if embedder is not None else None
     client = connect(database_dsn(ctx), embedder=choice.provider if choice else None)
+    name = embedder.value if isinstance(embedder, EmbedderName) else embedder
+    if choice is not None and name == "auto" and scope:
+        try:
+            choice = scope_embedder(client.conn, scope, choice)
+        except Exception:
+            client.close()
+            raise
+        client.embedder = choice.provider
     return client, choice
 
 
 def announce_embedder(choice: EmbedderChoice, as_json: bool) -> Console:
-    """Print which embedder a command uses, on stdout (stderr under ``--json``, so that stdout stays
-    JSON); returns that console for the command's other notes."""
+    """Print which embedder a command uses (one short line), on stdout (stderr under ``--json``,
+    so that stdout stays JSON); returns that console for the command's other notes."""
     note = stderr() if as_json else stdout()
     note.print(f"embedder: {escape(choice.description)}", soft_wrap=True)
     return note

@@ -285,7 +285,7 @@ def index(
 
     inputs = collect_records(paths, kind, tenant)
     stats = inputs.stats
-    client, choice = open_client(ctx, embedder)
+    client, choice = open_client(ctx, embedder, scope=scope)
     announce_embedder(choice, as_json)
     try:
         with _progress_bar() as bar:
@@ -303,7 +303,7 @@ def index(
     finally:
         client.close()
     summary = {
-        "scope": scope, "model_id": choice.provider.model_id, "embedder": choice.description,
+        "scope": scope, "model_id": choice.provider.model_id, "embedder": choice.detail,
         "records": inputs.count, "files": stats["files"], "jsonl_records": stats["jsonl_records"],
         "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
         "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,

@@ -48,22 +48,23 @@ def _error(message: str) -> Exception:
     return CliError(message)
 
 
-def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False):
-    """A client with the named embedder (``none``: no embedder); says which one, as ``dna recall``
-    does (on stderr under ``--json``)."""
+def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False, scope: str | None = None):
+    """A client with the named embedder (``none``: no embedder; ``auto``: the scope's model when the
+    scope has one); says which one, as ``dna recall`` does (on stderr under ``--json``)."""
     if embedder not in ("auto", "onnx", "fake", "none"):
         raise _error(f"unknown embedder {embedder!r}: use auto, onnx, fake or none")
-    client, choice = open_client(ctx, embedder=None if embedder == "none" else embedder)
+    client, choice = open_client(ctx, embedder=None if embedder == "none" else embedder, scope=scope)
     if choice is not None:
         announce_embedder(choice, as_json)
     return client
 
 
-def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any], dict]) -> dict | None:
-    """Call one memory verb, ``verb(client.memory)``, on a client opened with ``embedder``. With
-    ``--json`` the verb's jsonb is printed as is and None is returned; otherwise the result, for the
-    command's readable report."""
-    with _client(ctx, embedder, as_json) as client:
+def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any], dict],
+         scope: str | None = None) -> dict | None:
+    """Call one memory verb, ``verb(client.memory)``, on a client opened with ``embedder`` (for
+    ``scope``). With ``--json`` the verb's jsonb is printed as is and None is returned; otherwise the
+    result, for the command's readable report."""
+    with _client(ctx, embedder, as_json, scope) as client:
         result = verb(client.memory)
     if as_json:
         echo_json(result)
@@ -143,7 +144,8 @@ def remember_cmd(
     claims = [parse_claim(c) for c in claim] if claim else None
     result = _run(ctx, embedder, as_json, lambda memory: memory.remember(
         scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=parse_time(now, "--now"), area=area,
-        affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body))
+        affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body),
+        scope=scope)
     if result is None:
         return
     spec = result["spec"]
@@ -176,7 +178,7 @@ def recall_cmd(
     """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
-        actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of")))
+        actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of")), scope=scope)
     if result is None:
         return
     out = _console()

@@ -161,7 +161,7 @@ def test_index_then_recall(runner, dna_dsn, corpus):
     result = ok(invoke(runner, "--dsn", dna_dsn, "recall", "reciprocal rank fusion lanes", "--scope", "docs",
                        *FAKE, "--json"))
     answer = json.loads(result.stdout)
-    assert set(answer) == {"query", "scope", "model_id", "degraded", "notices", "hits"}
+    assert set(answer) == {"query", "scope", "model_id", "embedder", "degraded", "notices", "hits"}
     assert answer["query"] == "reciprocal rank fusion lanes"
     assert answer["scope"] == "docs"
     assert answer["model_id"] == "dna-fake-hash-v1"

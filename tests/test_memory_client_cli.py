@@ -153,4 +153,4 @@ def test_cli_bad_onnx_compute_is_one_line(dna, monkeypatch):
     assert "Traceback" not in bad.stderr + bad.stdout
     monkeypatch.setenv("DNA_ONNX_COMPUTE", " FLOAT32 ")  # case and spaces do not matter
     ok = dna("remember", "compute from the environment", "--scope", "models", "--embedder", "onnx")
-    assert "embedder: onnx all-MiniLM-L6-v2-onnx-int8 " in ok.stdout
+    assert "embedder: onnx all-MiniLM-L6-v2-onnx-int8\n" in ok.stdout   # float32: not …-w8a8

@@ -162,3 +162,36 @@ def get_provider(name: str = "auto", **kw) -> EmbeddingPort:
     The choice is recorded: ``last_choice().describe()`` says which embedder is in use and why.
     """
     return select_provider(name, **kw).provider
+
+
+def provider_for_model(model_id: str) -> ProviderChoice | None:
+    """A provider whose vectors are ``model_id``'s, when this package can build one: the fake
+    (``dna-fake-hash-v1``, ``dna-fake-hash-v1-<dims>``) or the ONNX model in the arithmetic that
+    names its space (``…-onnx-int8-w8a8``: w8a8, ``…-onnx-int8``: float32, ``…-onnx-fp32``: the hub
+    export); None otherwise (another model, or ONNX not installed). Recorded like
+    :func:`select_provider` (``requested`` = ``"auto"``, ``reason`` = ``"the scope's model"``).
+    Building the ONNX provider loads nothing (see :class:`OnnxEmbeddingProvider`)."""
+    global _last_choice
+    from pydna.embeddings.fake import FAKE_MODEL_ID
+
+    reason = "the scope's model"
+    choice = None
+    if model_id == FAKE_MODEL_ID or (model_id.startswith(FAKE_MODEL_ID + "-")
+                                     and model_id[len(FAKE_MODEL_ID) + 1:].isdigit()):
+        dims = 384 if model_id == FAKE_MODEL_ID else int(model_id[len(FAKE_MODEL_ID) + 1:])
+        choice = ProviderChoice("auto", "fake", "dna-fake-hash-v1 feature hashing, no model", reason,
+                                FakeEmbeddingProvider(dims=dims))
+    elif not _missing_runtime():
+        from pydna.embeddings.onnx import OnnxEmbeddingProvider
+
+        for compute in ("w8a8", "float32"):
+            try:
+                p = OnnxEmbeddingProvider(compute=compute)
+                if p.model_id == model_id:
+                    choice = ProviderChoice("auto", "onnx", p.source.description, reason, p)
+                    break
+            except (EmbeddingError, ValueError):
+                continue
+    if choice is not None:
+        _last_choice = choice
+    return choice
