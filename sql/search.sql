@@ -296,7 +296,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
     weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
-    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false)
+    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -441,7 +441,9 @@ BEGIN
     -- The lane's certificate (exact) is carried to every hit.
     -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
     -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
-    -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only).
+    -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
+    -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
+    -- memory's snippet already is its text's start).
     RETURN QUERY EXECUTE format(
         'WITH dense AS MATERIALIZED (%s),
          lexical AS MATERIALIZED (
@@ -477,6 +479,7 @@ BEGIN
                 coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true),
                 f.passage, doc.heading, doc.char_start, doc.char_end,
                 CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
+                      AND coalesce($20, doc.char_start IS NOT NULL)
                      THEN ts_headline(doc.ts_config, doc.body, $19::tsquery,
                                       ''StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'')
                 END
@@ -487,11 +490,11 @@ BEGIN
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
-              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config);
+              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight;
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -513,5 +516,6 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'passage (MaxP), whose passage ordinal, heading, char_start/char_end (span in the parent''s text) and snippet '
 'the hit carries; passages => true answers every passage (a document may then appear several times). '
 'highlight: that passage''s text around the query''s lexemes, matches marked **like this** (ts_headline, up '
-'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane). NOTICEs (SQLSTATE 02000): a '
+'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
+'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. NOTICEs (SQLSTATE 02000): a '
 'scope with no documents (naming the nearest scopes), a model_id with none there, a kinds entry with none there.';

@@ -95,7 +95,7 @@ COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarit
 # Functions whose signature or result this revision changed (the frozen texts re-create the rest).
 DROP_NEW_FUNCTIONS = """
 DROP FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[],
-                         double precision, boolean, timestamptz, boolean);
+                         double precision, boolean, timestamptz, boolean, boolean);
 DROP FUNCTION dna.index_staged(text, uuid, text, text, boolean);
 DROP FUNCTION dna.index_documents(text, text[], text[], text[], vector[], text, text[], text, text[], boolean,
                                   integer[], text[], integer[], integer[]);
