@@ -39,7 +39,7 @@ depends_on = None
 WIDTHS = (384, 768, 1024, 1536, 3072)
 PLANE_FILES = ("bm25.sql", "documents.sql", "search.sql")
 # The texts this revision replaces, as the revision before it runs them.
-PREVIOUS = {"bm25.sql": "0010_scale", "documents.sql": "0010_scale", "search.sql": "0010_scale"}
+PREVIOUS = {"bm25.sql": "0011_lane_speed", "documents.sql": "0010_scale", "search.sql": "0010_scale"}
 
 
 def _text(sql: str):
