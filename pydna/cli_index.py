@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -92,13 +93,45 @@ def markdown_snippet(text: str, length: int = 240) -> str | None:
     return rest[:length] or None
 
 
+class BadFile(Exception):
+    """A file that is not text pydna can index (undecodable as UTF-8, NUL bytes, unreadable):
+    skipped with a warning naming it, counted in the summary."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 def _read_text(path: Path) -> str:
+    """The text of ``path`` (UTF-8, a BOM dropped); ``BadFile`` when it is not UTF-8, holds a NUL
+    byte (a binary file, and PostgreSQL text cannot hold NUL) or cannot be read."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise BadFile(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        raise BadFile(path, f"cannot read: {exc.strerror or exc}") from exc
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise BadFile(path, f"holds a NUL byte (character {nul}): binary, or not plain text")
+    return text
+
+
+def sniff_text(path: Path, probe: int = 8192) -> bool:
+    """Whether a file without a known suffix looks like text: its first ``probe`` bytes decode as
+    UTF-8 (a character cut at the end of the probe allowed) and hold no NUL byte."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(probe)
+    except OSError:
+        return False
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return len(head) == probe and exc.start >= len(head) - 3 and exc.reason == "unexpected end of data"
+    return True
 
 
 def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool = False) -> "Record | None":
@@ -143,6 +176,9 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
         body = item.get("body", item.get("text"))
         if body is not None and not isinstance(body, str):
             raise CliError(f"{where}: `body` (or `text`) must be a string, got {type(body).__name__}")
+        for key, value in (("body", body), ("title", fields["title"]), ("name", str(name))):
+            if value and "\x00" in value:
+                raise CliError(f"{where}: `{key}` holds a NUL character (\\u0000), which PostgreSQL text cannot")
         if not (body or "").strip() and not (fields["title"] or "").strip():
             raise CliError(f"{where}: empty document (no `body`/`text` and no `title`)")
         yield Record(kind=fields["kind"] or kind, name=str(name), body=body or "", title=fields["title"],
@@ -151,13 +187,17 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
 
 
 def _walk(directory: Path) -> list[Path]:
-    """Text files under ``directory``, recursively, sorted; hidden files and folders are skipped."""
+    """Text files under ``directory``, recursively, sorted: ``*.md``, ``*.markdown``, ``*.txt``, and
+    files without a suffix that look like text (:func:`sniff_text`: ``README``, ``LICENSE``);
+    hidden files and folders are skipped."""
     found = []
     for p in directory.rglob("*"):
         rel = p.relative_to(directory)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES:
+        if not p.is_file():
+            continue
+        if p.suffix.lower() in TEXT_SUFFIXES or (not p.suffix and sniff_text(p)):
             found.append(p)
     return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
 
@@ -165,38 +205,55 @@ def _walk(directory: Path) -> list[Path]:
 @dataclass
 class IndexInputs:
     """The checked inputs of one ``dna index``: ``count`` documents from ``sources`` (a text file:
-    ``(path, name)``; a JSONL file: ``(path, None)``). Only their keys were kept by the check;
+    ``(path, name)``; a JSONL file: ``(path, None)``). Only their keys were kept by the check
+    (``keys``: (kind, name, tenant, source) per document, source = the absolute path it came from);
     :meth:`records` reads them again, so a large load streams through ``Client.index`` one batch at
-    a time instead of holding every text in memory."""
+    a time instead of holding every text in memory. ``name_prefix`` is put before every name."""
 
     kind: str
     tenant: str
+    name_prefix: str = ""
     sources: list[tuple[Path, str | None]] = field(default_factory=list)
+    keys: list[tuple[str, str, str, str]] = field(default_factory=list)
     count: int = 0
     stats: dict[str, Any] = field(default_factory=lambda: {
-        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": []})
+        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": [], "skipped_bad": []})
 
     def records(self) -> Iterator["Record"]:
-        """The records, in input order (a file emptied since the check is skipped)."""
+        """The records, in input order (a file emptied or spoiled since the check is skipped)."""
         for path, name in self.sources:
-            if name is None:
-                yield from (record for record, _ in _jsonl_records(path, self.kind, self.tenant))
-            else:
-                record = _file_record(path, name, self.kind, self.tenant, skip_empty=True)
-                if record is not None:
-                    yield record
+            try:
+                if name is None:
+                    for record, _ in _jsonl_records(path, self.kind, self.tenant):
+                        yield _prefixed(record, self.name_prefix)
+                else:
+                    record = _file_record(path, self.name_prefix + name, self.kind, self.tenant, skip_empty=True)
+                    if record is not None:
+                        yield record
+            except BadFile as exc:
+                _warn_bad(exc)
 
 
-def collect_records(paths: list[Path], kind: str, tenant: str) -> IndexInputs:
+def _prefixed(record: "Record", prefix: str) -> "Record":
+    return dataclasses.replace(record, name=prefix + record.name) if prefix else record
+
+
+def _warn_bad(exc: BadFile) -> None:
+    stderr().print(Text(f"skipped {exc.path}: {exc.reason}", style="yellow"), soft_wrap=True)
+
+
+def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str = "") -> IndexInputs:
     """Read and check every input before anything is written; returns the ``IndexInputs`` to
-    stream (``.records()``, ``.count``, ``.stats``). Raises ``CliError`` for a missing path, an
-    unreadable or invalid JSONL line (with its line number), an empty document, a document above the
-    server's size limit, or two inputs with the same (kind, name, tenant)."""
-    inputs = IndexInputs(kind, tenant)
+    stream (``.records()``, ``.count``, ``.stats``). A file that is not text (not UTF-8, a NUL
+    byte, unreadable) is skipped with a warning naming it (``stats["skipped_bad"]``), an empty file
+    found in a directory too (``stats["skipped_empty"]``). Raises ``CliError`` for a missing path, an
+    invalid JSONL line (with its line number), an empty named file, a document above the server's
+    size limit, two inputs with the same (kind, name, tenant), or nothing left to index."""
+    inputs = IndexInputs(kind, tenant, name_prefix)
     stats = inputs.stats
     seen: dict[tuple[str, str, str], str] = {}
 
-    def check(record: "Record", where: str) -> None:
+    def check(record: "Record", where: str, source: Path) -> None:
         size = len(record.body.encode("utf-8")) + len((record.title or "").encode("utf-8"))
         if size > MAX_DOCUMENT_BYTES:
             raise CliError(f"{where}: document {record.name!r} is {size} bytes; the limit is "
@@ -204,9 +261,15 @@ def collect_records(paths: list[Path], kind: str, tenant: str) -> IndexInputs:
         key = (record.kind, record.name, record.tenant)
         if key in seen:
             raise CliError(f"{where}: duplicate document {record.kind}/{record.name}"
-                           f"{' tenant ' + record.tenant if record.tenant else ''} (also from {seen[key]})")
+                           f"{' tenant ' + record.tenant if record.tenant else ''} (also from {seen[key]}); "
+                           f"--name-prefix keeps them apart")
         seen[key] = where
+        inputs.keys.append((*key, str(source.resolve())))
         inputs.count += 1
+
+    def bad(exc: BadFile) -> None:
+        _warn_bad(exc)
+        stats["skipped_bad"].append({"path": str(exc.path), "reason": exc.reason})
 
     for path in paths:
         if not path.exists():
@@ -214,35 +277,54 @@ def collect_records(paths: list[Path], kind: str, tenant: str) -> IndexInputs:
         if path.is_dir():
             files = _walk(path)
             if not files:
-                raise CliError(f"{path}: no {', '.join('*' + s for s in TEXT_SUFFIXES)} files in this directory")
+                raise CliError(f"{path}: no text files in this directory ({', '.join('*' + s for s in TEXT_SUFFIXES)}, "
+                               f"or without a suffix)")
             found = 0
+            bad_before = len(stats["skipped_bad"])
             for f in files:
-                name = f.relative_to(path).as_posix()
-                record = _file_record(f, name, kind, tenant, skip_empty=True)
+                name = name_prefix + f.relative_to(path).as_posix()
+                try:
+                    record = _file_record(f, name, kind, tenant, skip_empty=True)
+                except BadFile as exc:
+                    bad(exc)
+                    continue
                 if record is None:
                     stats["skipped_empty"].append(str(f))
                     continue
-                check(record, str(f))
-                inputs.sources.append((f, name))
+                check(record, str(f), f)
+                inputs.sources.append((f, name[len(name_prefix):]))
                 found += 1
-            if not found:
+            if not found and len(stats["skipped_bad"]) == bad_before:
                 raise CliError(f"{path}: every file in this directory is empty (nothing to index)")
             stats["files"] += found
         elif path.suffix.lower() in JSONL_SUFFIXES:
             before = inputs.count
-            for record, where in _jsonl_records(path, kind, tenant):
-                check(record, where)
+            try:
+                for record, where in _jsonl_records(path, kind, tenant):
+                    check(_prefixed(record, name_prefix), where, path)
+            except BadFile as exc:
+                bad(exc)
+                continue
             if inputs.count == before:
                 raise CliError(f"{path}: no records (the JSONL file is empty)")
             inputs.sources.append((path, None))
             stats["jsonl_files"] += 1
             stats["jsonl_records"] += inputs.count - before
         elif path.is_file():
-            check(_file_record(path, path.name, kind, tenant), str(path))
+            try:
+                record = _file_record(path, name_prefix + path.name, kind, tenant)
+            except BadFile as exc:
+                bad(exc)
+                continue
+            check(record, str(path), path)
             inputs.sources.append((path, path.name))
             stats["files"] += 1
         else:
             raise CliError(f"{path}: not a regular file or directory")
+    if not inputs.count:
+        skipped = len(stats["skipped_bad"]) + len(stats["skipped_empty"])
+        raise CliError(f"nothing to index: {skipped} file{'s' if skipped != 1 else ''} skipped "
+                       f"({len(stats['skipped_bad'])} not text, {len(stats['skipped_empty'])} empty)")
     return inputs
 
 
@@ -258,14 +340,18 @@ def _progress_bar() -> "Progress":
 def index(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(
-        help="Markdown/text files, directories (recursive over *.md, *.markdown, *.txt) and JSONL "
-             "files (one record per line: kind, name or _id, title, body or text, tenant).",
+        help="Markdown/text files, directories (recursive over *.md, *.markdown, *.txt and text files "
+             "without a suffix, e.g. README) and JSONL files (one record per line: name or _id; body or "
+             "text and/or title; optional kind, tenant, snippet, format).",
         show_default=False)],
     scope: Annotated[str, typer.Option("--scope", "-s", help="Scope to index into.")],
     kind: Annotated[str, typer.Option(
         "--kind", help="Kind of file documents, and of JSONL records without one.")] = "Doc",
     tenant: Annotated[str, typer.Option(
         "--tenant", help="Tenant ('' = the shared base); JSONL records may set their own.")] = "",
+    name_prefix: Annotated[str, typer.Option(
+        "--name-prefix", help="Put this before every document's name (names are relative to the folder "
+                              "given: two folders' README.md need a prefix each to stand side by side).")] = "",
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Documents per batch (one COPY + dna.index_staged transaction).")] = 2000,
     compact: Annotated[bool, typer.Option(
@@ -277,21 +363,40 @@ def index(
     """Index markdown/text files, directories and JSONL files into a scope.
 
     Unchanged text is never re-embedded. Every input is read and checked before anything is
-    written; then the documents stream through in batches, each written atomically (retried on a
-    deadlock or serialization failure), with a progress bar on stderr. Then the scope's BM25 index
-    is compacted (dna.bm25_compact) unless --no-compact.
+    written (a file that is not UTF-8 text, or holds a NUL byte, is skipped with a warning and
+    counted); a document of the same name indexed before from another file is named in a warning
+    before it is replaced (--name-prefix keeps both). Then the documents stream through in
+    batches, each written atomically (retried on a deadlock or serialization failure), with a
+    progress bar on stderr; Ctrl-C stops between batches: what was written stays, re-running
+    resumes (unchanged documents are skipped). Then the scope's BM25 index is compacted
+    (dna.bm25_compact) unless --no-compact. Limits: 1,000,000 bytes per document (title + text).
     """
     from pydna import maintenance
 
-    inputs = collect_records(paths, kind, tenant)
+    inputs = collect_records(paths, kind, tenant, name_prefix)
     stats = inputs.stats
     client, choice = open_client(ctx, embedder, scope=scope)
-    announce_embedder(choice, as_json)
+    written = 0
+
+    def progress(done: int, _total) -> None:
+        nonlocal written
+        written = done
+        bar.update(task, completed=done)
+
     try:
-        with _progress_bar() as bar:
-            task = bar.add_task("indexing", total=inputs.count)
-            report = client.index(scope, inputs.records(), batch_size=batch_size,
-                                  progress=lambda done, _total: bar.update(task, completed=done))
+        client.conn.execute("SELECT dna.check_scope(%s), dna.check_kind(%s)", (scope, kind))
+        announce_embedder(choice, as_json)
+        warn_replaced(client.conn, scope, inputs.keys)
+        try:
+            with _progress_bar() as bar:
+                task = bar.add_task("indexing", total=inputs.count)
+                report = client.index(scope, inputs.records(), batch_size=batch_size, progress=progress)
+        except KeyboardInterrupt:
+            record_sources(client.conn, scope, inputs.keys[:written])
+            stderr().print(Text(f"interrupted: {written} of {inputs.count} written; re-run to resume",
+                                style="yellow"), soft_wrap=True)
+            raise typer.Exit(130) from None                 # 128 + SIGINT, as a shell reports it
+        record_sources(client.conn, scope, inputs.keys)
         compaction = compaction_error = None
         if compact:
             try:
@@ -302,14 +407,18 @@ def index(
                     raise
     finally:
         client.close()
+    skipped_bad = stats["skipped_bad"]
     summary = {
         "scope": scope, "model_id": choice.provider.model_id, "embedder": choice.detail,
         "records": inputs.count, "files": stats["files"], "jsonl_records": stats["jsonl_records"],
         "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
         "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,
-        "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"],
+        "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"], "skipped_bad": skipped_bad,
         "compaction": compaction,
     }
+    for report_key in ("passages", "passages_deleted"):
+        if hasattr(report, report_key):
+            summary[report_key] = getattr(report, report_key)
     for skipped in stats["skipped_empty"]:
         stderr().print(Text(f"skipped {skipped}: empty file", style="yellow"), soft_wrap=True)
     if as_json:
@@ -327,6 +436,10 @@ def index(
                   f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
         out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
                   soft_wrap=True)
+        skipped = len(skipped_bad) + len(stats["skipped_empty"])
+        if skipped:
+            out.print(f"  skipped {skipped} file{'s' if skipped != 1 else ''}: {len(skipped_bad)} not text, "
+                      f"{len(stats['skipped_empty'])} empty (named above)", soft_wrap=True)
         if compaction is not None:
             for line in maintenance.compaction_lines(compaction):
                 out.print(f"  BM25 compacted: {escape(line)}", soft_wrap=True)
@@ -334,3 +447,33 @@ def index(
         raise CliError(f"the documents are indexed, but compacting the BM25 index failed: {compaction_error}; "
                        f"run `dna db compact --scope {scope}`")
 
+
+#: Keys per call of dna.source_conflicts / dna.record_document_sources.
+SOURCE_CHUNK = 5000
+
+
+def _key_arrays(keys: list[tuple[str, str, str, str]]) -> tuple[list[str], ...]:
+    return tuple(list(column) for column in zip(*keys)) if keys else ([], [], [], [])
+
+
+def warn_replaced(conn, scope: str, keys: list[tuple[str, str, str, str]]) -> list[tuple]:
+    """Warn (stderr, one line each) about the documents about to be written that stand in ``scope``
+    indexed from another source (``dna.source_conflicts``); returns them."""
+    found = []
+    for start in range(0, len(keys), SOURCE_CHUNK):
+        kinds, names, tenants, sources = _key_arrays(keys[start:start + SOURCE_CHUNK])
+        found += conn.execute("SELECT kind, name, tenant, source, new_source FROM dna.source_conflicts(%s, %s, %s, %s, %s)",
+                              (scope, kinds, names, tenants, sources)).fetchall()
+    err = stderr()
+    for kind_, name, tenant_, old, new in found:
+        where = f" (tenant {tenant_})" if tenant_ else ""
+        err.print(Text(f"warning: {kind_}/{name}{where} in scope {scope} was indexed from {old}; it is replaced by "
+                       f"{new} (--name-prefix keeps both)", style="yellow"), soft_wrap=True)
+    return found
+
+
+def record_sources(conn, scope: str, keys: list[tuple[str, str, str, str]]) -> None:
+    """Record where the written documents came from (``dna.record_document_sources``)."""
+    for start in range(0, len(keys), SOURCE_CHUNK):
+        kinds, names, tenants, sources = _key_arrays(keys[start:start + SOURCE_CHUNK])
+        conn.execute("SELECT dna.record_document_sources(%s, %s, %s, %s, %s)", (scope, kinds, names, tenants, sources))

@@ -260,3 +260,85 @@ $$;
 COMMENT ON FUNCTION dna.nearest_scopes_text(text, integer) IS
 'dna.nearest_scopes(scope, n) as one line for messages: ''''a'', ''b'', ''c'''' nearest first, or ''none'' '
 'when no other scope exists.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Where a document was indexed from (dna.dna_document_sources, revision 0012_first_day)
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.document_exists(scope text, kind text, name text, tenant text DEFAULT '')
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    w integer;
+    found boolean;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM dna.%I AS t WHERE t.scope = $1 AND t.kind = $2 '
+                       'AND t.name = $3 AND t.tenant = $4)', 'dna_search_docs_' || w)
+            INTO found USING scope, kind, name, coalesce(tenant, '');
+        IF found THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END
+$$;
+
+COMMENT ON FUNCTION dna.document_exists(text, text, text, text) IS
+'True when the caller can see a search document (kind, name, tenant) in scope, under any model_id. '
+'One index probe per width table.';
+
+CREATE OR REPLACE FUNCTION dna.record_document_sources(scope text, kinds text[], names text[], tenants text[],
+                                                       sources text[])
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    scope := dna.check_scope(scope);
+    IF cardinality(kinds) IS DISTINCT FROM cardinality(names) OR cardinality(kinds) IS DISTINCT FROM cardinality(tenants)
+       OR cardinality(kinds) IS DISTINCT FROM cardinality(sources) THEN
+        RAISE EXCEPTION 'kinds, names, tenants and sources must be arrays of one length (got %, %, %, %)',
+            cardinality(kinds), cardinality(names), cardinality(tenants), cardinality(sources) USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO dna.dna_document_sources AS s (scope, kind, name, tenant, source)
+    SELECT DISTINCT ON (x.kind, x.name, coalesce(x.tenant, ''))
+           scope, x.kind, x.name, coalesce(x.tenant, ''), x.source
+    FROM unnest(kinds, names, tenants, sources) AS x(kind, name, tenant, source)
+    WHERE x.source IS NOT NULL
+    ORDER BY x.kind, x.name, coalesce(x.tenant, '')
+    ON CONFLICT ON CONSTRAINT dna_document_sources_pkey DO UPDATE SET source = excluded.source, recorded_at = now()
+    WHERE s.source IS DISTINCT FROM excluded.source;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_document_sources(text, text[], text[], text[], text[]) IS
+'Records where documents were indexed from (one source per (kind, name, tenant): e.g. the absolute path '
+'of the file; `dna index` records it after writing), replacing an older source. NULL sources are '
+'skipped. Returns the rows written. Advisory: no answer depends on it; dna.source_conflicts reads it. '
+'Errors: 22023 (arrays of different lengths, bad scope).';
+
+CREATE OR REPLACE FUNCTION dna.source_conflicts(scope text, kinds text[], names text[], tenants text[],
+                                                sources text[])
+RETURNS TABLE (kind text, name text, tenant text, source text, new_source text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT s.kind, s.name, s.tenant, s.source, x.source
+    FROM unnest(kinds, names, tenants, sources) AS x(kind, name, tenant, source)
+    JOIN dna.dna_document_sources AS s
+      ON s.scope = source_conflicts.scope AND s.kind = x.kind AND s.name = x.name AND s.tenant = coalesce(x.tenant, '')
+    WHERE x.source IS NOT NULL AND s.source <> x.source
+      AND dna.document_exists(source_conflicts.scope, s.kind, s.name, s.tenant)
+    ORDER BY s.kind COLLATE "C", s.name COLLATE "C", s.tenant COLLATE "C"
+$$;
+
+COMMENT ON FUNCTION dna.source_conflicts(text, text[], text[], text[], text[]) IS
+'The documents about to be written (parallel arrays) that already stand in scope indexed from another '
+'source (dna.dna_document_sources): kind, name, tenant, the recorded source and the new one. Writing '
+'them replaces the documents of the other source: `dna index` warns before it does (and --name-prefix '
+'keeps both). Read-only.';

@@ -196,3 +196,20 @@ def test_upgrade_from_0011_with_data_answers_the_same_and_downgrades(empty_dsn):
         # The released memory.sql again: a successor is not checked.
         assert conn.execute("SELECT dna.forget('team', 'm1', 'nope')").fetchone()[0]["superseded_by"] == "nope"
     migrate.upgrade(empty_dsn, "head")
+
+
+def test_document_sources_record_and_conflict(sql):
+    _index(sql, "s2", "README.md", "alpha")
+    args = ("s2", ["Doc"], ["README.md"], [""])
+    assert sql.execute("SELECT dna.record_document_sources(%s, %s, %s, %s, %s)", (*args, ["/a/README.md"])).fetchone()[0] == 1
+    assert sql.execute("SELECT dna.record_document_sources(%s, %s, %s, %s, %s)", (*args, ["/a/README.md"])).fetchone()[0] == 0
+    assert sql.execute("SELECT * FROM dna.source_conflicts(%s, %s, %s, %s, %s)", (*args, ["/a/README.md"])).fetchall() == []
+    assert sql.execute("SELECT kind, name, tenant, source, new_source FROM dna.source_conflicts(%s, %s, %s, %s, %s)",
+                       (*args, ["/b/README.md"])).fetchall() == [("Doc", "README.md", "", "/a/README.md", "/b/README.md")]
+    # A document deleted since is no conflict; bad arrays are 22023; the table is under row-level security.
+    sql.execute("SELECT dna.delete_document('s2', 'Doc', 'README.md')")
+    assert sql.execute("SELECT count(*) FROM dna.source_conflicts(%s, %s, %s, %s, %s)", (*args, ["/b/README.md"])).fetchone()[0] == 0
+    assert _sqlstate(sql, "SELECT dna.record_document_sources('s2', ARRAY['Doc'], ARRAY[]::text[], ARRAY[''], ARRAY['x'])")[0] == "22023"
+    assert "dna.dna_document_sources" in [r[0] for r in sql.execute("SELECT dna.protected_tables()::text")]
+    assert sql.execute("SELECT relrowsecurity AND relforcerowsecurity FROM pg_class "
+                       "WHERE oid = 'dna.dna_document_sources'::regclass").fetchone()[0] is True

@@ -112,6 +112,9 @@ def seed_personal_raw(conn, name, text):
     conn.execute("INSERT INTO dna.dna_search_docs_384 (scope, kind, name, tenant, model_id, text_hash, body, embedding) "
                  "VALUES (%s, 'Engram', %s, %s, %s, dna.text_hash(NULL, %s), %s, dna.fake_embed(%s))",
                  (S, name, ALICE, MODEL, text, text, text))
+    # Where it was indexed from (dna_document_sources, 0012_first_day): private like the rest.
+    conn.execute("SELECT dna.record_document_sources(%s, ARRAY['Engram'], ARRAY[%s], ARRAY[%s], ARRAY[%s])",
+                 (S, name, ALICE, f"/home/alice/{SECRET}/{name}.md"))
 
 
 def protected_tables(conn):

@@ -18,14 +18,23 @@ Kind with ``dna.check_kind`` (through ``dna.check_memory_kind``); ``spec.affect`
 memory of the scope (23503 otherwise, 22023 for the memory itself). Creates no table and changes no
 stored row: a database at 0011 answers every read as before.
 
+Creates ``dna_document_sources (scope, kind, name, tenant, source, recorded_at)``: where each
+document was indexed from (``dna index`` records the file's path; ``dna.record_document_sources``,
+``dna.source_conflicts`` in catalog.sql), so that indexing another folder's ``README.md`` into the
+same scope warns before it replaces the first. Row-level security covers it like every table with a
+tenant (``sql/tenancy.sql``, run again: ``dna.protected_tables()`` lists it), and every role that
+``dna.grant_app_role`` had granted gets it.
+
 Downgrade runs the text of ``memory.sql`` as 0002_memory released it
-(``versions/0002_memory/memory.sql``) and drops the functions this revision added.
+(``versions/0002_memory/memory.sql``) and of ``tenancy.sql`` as 0010_scale released it, drops the
+functions this revision added and the table.
 """
 import re
 import sys
 from pathlib import Path
 
 from alembic import op
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
 from sql_files import drop_plane_functions, plane_file, read_sql  # noqa: E402
@@ -48,12 +57,51 @@ def _added_memory_functions() -> list[str]:
     return sorted(now - before)
 
 
+TENANCY_FROZEN_IN = None  # as MEMORY_FROZEN_IN, for tenancy.sql
+
+SOURCES = """
+CREATE TABLE dna.dna_document_sources (
+    scope       text NOT NULL,
+    kind        text NOT NULL,
+    name        text NOT NULL,
+    tenant      text NOT NULL DEFAULT '',
+    source      text NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT dna_document_sources_pkey PRIMARY KEY (scope, kind, name, tenant)
+);
+COMMENT ON TABLE dna.dna_document_sources IS 'Where each document was indexed from (dna index: the file''s absolute path, or the JSONL file''s), written by dna.record_document_sources after a write, read by dna.source_conflicts to warn before a document of another source is replaced. Advisory: no answer reads it.';
+"""
+
+PROTECT_AND_REGRANT = r"""
+DO $$
+DECLARE
+    r text;
+BEGIN
+    PERFORM dna.protect_table('dna.dna_document_sources'::regclass);
+    -- Roles dna.grant_app_role granted before this revision get the new table as well.
+    FOR r IN SELECT DISTINCT a.grantee::regrole::text
+             FROM pg_catalog.pg_class AS c, aclexplode(c.relacl) AS a
+             WHERE c.oid = 'dna.dna_search_docs_384'::regclass AND a.privilege_type = 'INSERT'
+               AND a.grantee <> c.relowner AND a.grantee <> 0
+             ORDER BY 1 LOOP
+        PERFORM dna.grant_app_role(r);
+    END LOOP;
+END
+$$;
+"""
+
+
 def upgrade() -> None:
     op.execute(read_sql("catalog.sql"))  # before memory.sql: its verbs call dna.check_scope / check_kind
     op.execute(read_sql("memory.sql", frozen_in=MEMORY_FROZEN_IN))
+    op.execute(SOURCES)
+    op.execute(read_sql("tenancy.sql", frozen_in=TENANCY_FROZEN_IN))
+    op.execute(text(PROTECT_AND_REGRANT.replace(":", "\\:")))
 
 
 def downgrade() -> None:
+    op.execute("DROP TABLE dna.dna_document_sources")
+    op.execute(read_sql("tenancy.sql", frozen_in="0010_scale"))
     op.execute(read_sql("memory.sql", frozen_in="0002_memory"))
     added = _added_memory_functions()
     if added:
