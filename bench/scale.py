@@ -4,7 +4,8 @@ Usage (from the repository root)::
 
     python bench/scale.py [DATASET_DIR] [--docs 100000,1000000] [--dsn DSN] [--quick]
                           [--batch 10000] [--loaders 2] [--live 5000] [--live-batch 1000] [--single 300]
-                          [--passes N] [--oracle N] [--sqlite-queries N] [--no-peers] [--keep]
+                          [--passes N] [--oracle N] [--sqlite-queries N] [--no-peers] [--no-floors]
+                          [--no-previous-lane] [--keep]
                           [--out bench/results/scale.json]
 
 ``DATASET_DIR`` (BEIR layout) defaults to ``../shared/data/scifact``. ``--quick`` is ``--docs 20000``
@@ -85,6 +86,20 @@ because the machine is shared):
   and the exact path itself against an oracle outside the BM25 index: exhaustive BM25 in plain SQL
   from the search table's stored tsvectors (``--oracle`` queries, default 300 up to 200k documents,
   100 above), top 10 names and scores (relative 1e-6);
+- floor of the bulk lexical side (``--no-floors`` skips the floors): the same rows COPYed by the
+  same ``--loaders`` sessions in the same ``--batch`` transactions into a plain table that computes
+  ``to_tsvector('english', coalesce(title, '') || ' ' || body)`` as a stored generated column (the
+  search table's ``tsv`` expression), no index, no trigger: what PostgreSQL itself costs to take
+  these rows with their tsvector, beside pydna's bulk docs/s;
+- floor of live ingest with every index live: a plain pgvector table holding the same first n
+  vectors, its HNSW index built like the search table's (vector_cosine_ops, pgvector's default m
+  16 / ef_construction 64, same maintenance_work_mem, one worker; timed too), then the same live
+  vectors inserted with the index live, ``--live`` by COPY in ``--live-batch`` transactions and
+  ``--single`` by one-row INSERTs, beside pydna's live docs/s;
+- this checkout's lexical lane beside the previous lane text (``dna.bm25_lane``/``dna.bm25`` as
+  revision 0010_scale released them, loaded as ``bench_prev.bm25``; ``--no-previous-lane`` skips
+  it): k = 10, the two calls interleaved query by query, CPU and wall p50/p95 and their ratio, and
+  how many answers are identical;
 - ingest, live (into the built scope, every index live): ``--live`` more documents through
   ``dna.index_staged`` in ``--live-batch`` batches, then ``--single`` through ``dna.index_document``
   one statement each; then the budgeted and exact lexical lane again (the memtable now holds the
@@ -599,6 +614,119 @@ def live_ingest(conn, corpus: Corpus, start: int, count: int, batch: int, single
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# Floors: what PostgreSQL itself costs for the same rows (issue 11: shortfalls are explained by them)
+# ------------------------------------------------------------------------------------------------
+
+FLOOR_TEXT = "bench_floor_text"
+FLOOR_VEC = "bench_floor_vec"
+
+
+def lexical_floor(conn, corpus: Corpus, n: int, batch: int, loaders: int, dsn: str) -> dict:
+    """The ceiling of bulk lexical ingest: COPY of the same n rows (kind, name, title, body,
+    embedding), in the same batches by the same number of loader sessions, into a plain table that
+    computes ``to_tsvector('english', coalesce(title, '') || ' ' || body)`` as a stored generated
+    column (the expression of the search table's ``tsv``), with no index, trigger or BM25 work."""
+    import threading
+
+    conn.execute(f"DROP TABLE IF EXISTS public.{FLOOR_TEXT}")
+    conn.execute(f"CREATE TABLE public.{FLOOR_TEXT} (kind text, name text, title text, body text, embedding vector, "
+                 "tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, coalesce(title, '') || ' ' || body)) STORED)")
+    conns = [conn] + [connect(dsn) for _ in range(max(1, loaders) - 1)]
+    cpus = [BackendCpu(c) for c in conns]
+    errors: list[BaseException] = []
+    starts = list(range(0, n, batch))
+    sql = f"COPY public.{FLOOR_TEXT} (kind, name, title, body, embedding) FROM STDIN (FORMAT BINARY)"
+
+    def work(c, mine):
+        try:
+            for a in mine:
+                with c.transaction(), c.cursor() as cur, cur.copy(sql) as cp:
+                    cp.set_types(["text", "text", "text", "text", "vector"])
+                    for d in corpus.docs(a, min(n, a + batch)):
+                        cp.write_row((KIND, d["_id"], d["title"] or None, d["text"], d["vec"]))
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    c0s, load0, t0 = [x.read() for x in cpus], load1(), time.perf_counter()
+    threads = [threading.Thread(target=work, args=(c, starts[i::len(conns)])) for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.perf_counter() - t0
+    c1s = [x.read() for x in cpus]
+    for c in conns[1:]:
+        c.close()
+    if errors:
+        raise errors[0]
+    rows = conn.execute(f"SELECT count(*) FROM public.{FLOOR_TEXT}").fetchone()[0]
+    conn.execute(f"DROP TABLE public.{FLOOR_TEXT}")
+    cpu = None if None in c0s or None in c1s else round((sum(c1s) - sum(c0s)) / 1e9, 2)
+    log(f"  floor, bulk lexical: {rows:,} rows COPYed with to_tsvector by {len(conns)} sessions in {secs:.1f} s "
+        f"({rows / secs:,.0f} docs/s), load {load1()}")
+    return {"docs": rows, "loaders": len(conns), "batch": batch, "seconds": round(secs, 2),
+            "docs_per_s": round(rows / secs, 1), "backend_cpu_s": cpu,
+            "backend_cpu_us_per_doc": None if cpu is None else round(1e6 * cpu / rows, 1),
+            "load1_start": load0, "load1_end": load1()}
+
+
+def hnsw_floor(conn, corpus: Corpus, n: int, start: int, count: int, batch: int, single: int) -> dict:
+    """The ceiling of live ingest with every index live: a plain pgvector table (id, embedding)
+    holding the same first n vectors, its HNSW index built as the search table's (same opclass, m
+    and ef_construction: pgvector's defaults, 16 and 64; the same maintenance_work_mem and one
+    worker), then the same live vectors inserted with the index live: ``count`` by COPY in
+    ``batch``-row transactions (as dna.index_staged's batches), then ``single`` by one-row INSERTs
+    (as dna.index_document)."""
+    conn.execute(f"DROP TABLE IF EXISTS public.{FLOOR_VEC}")
+    conn.execute(f"CREATE TABLE public.{FLOOR_VEC} (id bigint PRIMARY KEY, embedding vector({DIMS}))")
+    conn.execute(f"INSERT INTO public.{FLOOR_VEC} (id, embedding) SELECT row_number() OVER (ORDER BY doc_id), embedding "
+                 "FROM dna.dna_search_docs_384 WHERE scope = %s AND doc_id IN "
+                 "(SELECT doc_id FROM dna.dna_search_docs_384 WHERE scope = %s ORDER BY doc_id LIMIT %s)", (SCOPE, SCOPE, n))
+    out: dict = {"graph_vectors": conn.execute(f"SELECT count(*) FROM public.{FLOOR_VEC}").fetchone()[0]}
+    load0, t0 = load1(), time.perf_counter()
+    with conn.transaction():
+        conn.execute("SET LOCAL maintenance_work_mem = %s" % ("'1GB'" if n <= 400_000 else "'4GB'"))
+        conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
+        conn.execute(f"CREATE INDEX {FLOOR_VEC}_hnsw ON public.{FLOOR_VEC} USING hnsw (embedding vector_cosine_ops)")
+    secs = time.perf_counter() - t0
+    out["build"] = {"seconds": round(secs, 2), "vectors_per_s": round(out["graph_vectors"] / secs, 1),
+                    "load1_start": load0, "load1_end": load1()}
+    log(f"  floor, HNSW build on a plain table: {secs:.1f} s ({out['graph_vectors'] / secs:,.0f} vectors/s)")
+    next_id = out["graph_vectors"] + 1
+    if count:
+        vecs = corpus.vectors(start, start + count)
+        load0, t0 = load1(), time.perf_counter()
+        for a in range(0, count, batch):
+            with conn.transaction(), conn.cursor() as cur, cur.copy(
+                    f"COPY public.{FLOOR_VEC} (id, embedding) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.set_types(["int8", "vector"])
+                for i in range(a, min(count, a + batch)):
+                    cp.write_row((next_id + i, vecs[i]))
+        secs = time.perf_counter() - t0
+        next_id += count
+        out["staged"] = {"docs": count, "batch": batch, "seconds": round(secs, 2), "docs_per_s": round(count / secs, 1),
+                         "load1_start": load0, "load1_end": load1()}
+        log(f"  floor, HNSW inserts by COPY ({batch:,}-row transactions): {count / secs:,.0f} rows/s")
+    if single:
+        from pgvector import Vector
+
+        vecs = corpus.vectors(start + count, start + count + single)
+        lat = []
+        load0, t0 = load1(), time.perf_counter()
+        for i in range(single):
+            t = time.perf_counter()
+            conn.execute(f"INSERT INTO public.{FLOOR_VEC} (id, embedding) VALUES (%s, %s)", (next_id + i, Vector(vecs[i])))
+            lat.append((time.perf_counter() - t) * 1000)
+        secs = time.perf_counter() - t0
+        out["single"] = {"docs": single, "seconds": round(secs, 2), "docs_per_s": round(single / secs, 1),
+                         "p50_ms": round(pct(lat, 50), 2), "p95_ms": round(pct(lat, 95), 2),
+                         "load1_start": load0, "load1_end": load1()}
+        log(f"  floor, HNSW single-row INSERTs: {single / secs:,.0f} rows/s")
+    conn.execute(f"DROP TABLE public.{FLOOR_VEC}")
+    return out
+
+
 def storage(conn, n: int, has_storage_fn: bool) -> dict:
     rels = conn.execute(
         "SELECT c.relname, c.relkind::text, pg_total_relation_size(c.oid), pg_relation_size(c.oid), "
@@ -700,6 +828,66 @@ def pg_modes(conn, model_id: str, search_exact: bool) -> dict:
             return conn.execute(dense_sql, {"q": Vector(vec), "scope": SCOPE, "model": model_id, "k": k}).fetchall()
 
     return {"lexical": lexical, "bm25": bm25, "bm25-exact": bm25_exact, "dense-hnsw": dense, "hybrid": hybrid}
+
+
+PREVIOUS_LANE = ("0010_scale", REPO / "migrations" / "versions" / "0010_scale" / "bm25.sql")
+
+
+def load_previous_lane(conn) -> bool:
+    """dna.bm25_lane and dna.bm25 as revision 0010_scale released them (its frozen bm25.sql), under the
+    schema bench_prev, so the lane of this checkout is timed beside the previous text on the same
+    data in the same run. False when this checkout's lane is that text (nothing to compare)."""
+    text = PREVIOUS_LANE[1].read_text(encoding="utf-8")
+    lane = re.search(r"CREATE OR REPLACE FUNCTION dna\.bm25_lane\(.*?\n\$\$;\n", text, re.S).group(0)
+    bm25 = re.search(r"CREATE OR REPLACE FUNCTION dna\.bm25\(.*?\n\$\$;\n", text, re.S).group(0)
+    current = conn.execute("SELECT prosrc FROM pg_proc WHERE oid = 'dna.bm25_lane(text, text, text, text[], double precision, "
+                           "double precision, integer, text[], integer, boolean, boolean, integer)'::regprocedure").fetchone()[0]
+    if current.strip() in lane:
+        return False
+    conn.execute("CREATE SCHEMA IF NOT EXISTS bench_prev")
+    conn.execute(lane.replace("dna.bm25_lane", "bench_prev.bm25_lane"))
+    conn.execute(bm25.replace("FUNCTION dna.bm25(", "FUNCTION bench_prev.bm25(").replace("FROM dna.bm25_lane(", "FROM bench_prev.bm25_lane("))
+    return True
+
+
+def lane_vs_previous(conn, model_id: str, qids, queries, passes: int) -> dict:
+    """dna.bm25 (this checkout's lane) and bench_prev.bm25 (0010_scale's text), k = 10, interleaved
+    query by query (so load changes hit both alike): backend CPU and wall p50/p95 of each query's
+    median, and how many answers are identical (names, scores to 1e-9, exact flags)."""
+    cpu = BackendCpu(conn)
+    fns = {"dna.bm25 (this lane)": "dna.bm25", f"bench_prev.bm25 ({PREVIOUS_LANE[0]} lane)": "bench_prev.bm25"}
+    wall = {f: {q: [] for q in qids} for f in fns}
+    cpus = {f: {q: [] for q in qids} for f in fns}
+    rows = {f: {} for f in fns}
+    load0 = load1()
+    for q in qids:                         # warm-up
+        for fn in fns.values():
+            conn.execute(f"SELECT name FROM {fn}(%s, %s, %s, k => %s)", (SCOPE, queries[q], model_id, K)).fetchall()
+    for _ in range(passes):
+        for q in qids:
+            for f, fn in fns.items():
+                c, t = cpu.read(), time.perf_counter()
+                r = conn.execute(f"SELECT name, score, exact FROM {fn}(%s, %s, %s, k => %s)",
+                                 (SCOPE, queries[q], model_id, K)).fetchall()
+                wall[f][q].append((time.perf_counter() - t) * 1000)
+                c2 = cpu.read()
+                if c is not None and c2 is not None:
+                    cpus[f][q].append((c2 - c) / 1e6)
+                rows[f][q] = [(n, round(float(s), 9), e) for n, s, e in r]
+    out: dict = {"queries": len(qids), "passes": passes, "load1_start": load0}
+    for f in fns:
+        w = [statistics.median(v) for v in wall[f].values()]
+        c = [statistics.median(v) for v in cpus[f].values() if v]
+        out[f] = {"p50_ms": round(pct(w, 50), 2), "p95_ms": round(pct(w, 95), 2),
+                  "cpu_p50_ms": round(pct(c, 50), 2) if c else None, "cpu_p95_ms": round(pct(c, 95), 2) if c else None}
+    a, b = list(fns)
+    out["identical"] = sum(rows[a][q] == rows[b][q] for q in qids)
+    out["differing_qids"] = [q for q in qids if rows[a][q] != rows[b][q]][:20]
+    if out[a]["cpu_p50_ms"] and out[b]["cpu_p50_ms"]:
+        out["cpu_p50_ratio"] = round(out[a]["cpu_p50_ms"] / out[b]["cpu_p50_ms"], 3)
+        out["cpu_p95_ratio"] = round(out[a]["cpu_p95_ms"] / out[b]["cpu_p95_ms"], 3)
+    out["load1_end"] = load1()
+    return out
 
 
 def explain(conn, model_id: str, qids, queries, res: dict | None) -> dict:
@@ -1009,6 +1197,9 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
         out["search_config"] = {"ts_config": cfg[0], "bm25_k1": cfg[1], "bm25_b": cfg[2]}
         log(f"bulk load of {n:,} documents in batches of {args.batch:,}")
         out["bulk"] = bulk_load(conn, corpus, n, model_id, args.batch, args.loaders, dsn)
+        if not args.no_floors:
+            log("floor: the same rows COPYed into a plain table computing to_tsvector, same loaders and batches")
+            out["floor_lexical"] = lexical_floor(conn, corpus, n, args.batch, args.loaders, dsn)
         log("storage …")
         out["storage"] = storage(conn, n, feats["bm25_storage"])
         st = out["storage"]
@@ -1026,6 +1217,10 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
             res[name].update(quality(res[name], qrels))
             log(f"  {name}: nDCG@10 {res[name].get('nDCG@10')} p50 {res[name]['p50_ms']} p95 {res[name]['p95_ms']} ms "
                 f"(CPU {res[name]['cpu_p50_ms']}/{res[name]['cpu_p95_ms']}), load {res[name]['load1_end']}")
+        if not args.no_previous_lane and load_previous_lane(qconn):
+            log(f"pydna bm25: this lane beside {PREVIOUS_LANE[0]}'s, interleaved ({passes} pass{'es' if passes > 1 else ''}) …")
+            out["lane_vs_previous"] = lane_vs_previous(qconn, model_id, qids, queries, passes)
+            log(f"  lane vs previous: {json.dumps({k: v for k, v in out['lane_vs_previous'].items() if k != 'differing_qids'})}")
         out["agreement"] = agreement(res["bm25"]["run10"], res["bm25-exact"]["run10"])
         out["agreement"]["nDCG@10 budgeted"] = res["bm25"]["nDCG@10 (k=10)"]
         out["agreement"]["nDCG@10 exact"] = res["bm25-exact"]["nDCG@10 (k=10)"]
@@ -1074,6 +1269,9 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
             c = conn.execute("SELECT dna.bm25_compact(%s)", (SCOPE,)).fetchone()[0]
             out["live"]["compact_after"] = {"seconds": round(time.perf_counter() - t, 2), "result": c, "load1": load1()}
             log(f"  bm25_compact after the live writes: {out['live']['compact_after']['seconds']} s")
+        if not args.no_floors:
+            log("floor: incremental HNSW inserts into a plain pgvector table of the same vectors")
+            out["floor_hnsw"] = hnsw_floor(conn, corpus, n, live_start, n_live, args.live_batch, n_single)
         out["pydna"] = res
         out["versions"] = versions(qconn)
         qconn.close()
@@ -1131,7 +1329,16 @@ def table_rows(size: dict) -> list[tuple]:
     if b.get("to_tsvector_reference"):
         t = b["to_tsvector_reference"]
         row(f"reference: to_tsvector('english') alone, {t['docs']:,} of the rows", rate(t["docs_per_s"]), load=t["load1"])
+    fl = size.get("floor_lexical")
+    if fl:
+        row(f"floor, bulk lexical: COPY into a plain table computing to_tsvector ({fl['loaders']} sessions)",
+            rate(fl["docs_per_s"]) + (f" ({fl['backend_cpu_us_per_doc']:,.0f} µs CPU/doc)"
+                                      if fl.get("backend_cpu_us_per_doc") else ""), load=fl["load1_end"])
     row("ingest bulk: HNSW CREATE INDEX (1 worker)", rate(b["hnsw_vectors_per_s"], "vectors/s"), load=b["load1_end"])
+    fh = size.get("floor_hnsw")
+    if fh:
+        row("floor, HNSW CREATE INDEX on a plain pgvector table (1 worker)", rate(fh["build"]["vectors_per_s"], "vectors/s"),
+            load=fh["build"]["load1_end"])
     row("ingest bulk: together", rate(b["total_docs_per_s"]))
     for name, label in (("staged", "ingest live: index_staged"), ("single", "ingest live: index_document")):
         lv = size.get("live", {}).get(name)
@@ -1139,6 +1346,11 @@ def table_rows(size: dict) -> list[tuple]:
             extra = f" ×{lv['docs']:,}" + (f" (batches of {lv['batch']:,})" if name == "staged" else ", ms per call")
             row(label + extra, rate(lv["docs_per_s"]),
                 {k: lv[k] for k in ("p50_ms", "p95_ms") if k in lv} | {"load1_end": lv["load1_end"]})
+        fv = (fh or {}).get(name)
+        if fv:
+            extra = (f"COPY, {fv['batch']:,}-row transactions" if name == "staged" else "one-row INSERTs, ms per call")
+            row(f"floor, live: HNSW inserts into a plain pgvector table ×{fv['docs']:,} ({extra})", rate(fv["docs_per_s"]),
+                {k: fv[k] for k in ("p50_ms", "p95_ms") if k in fv} | {"load1_end": fv["load1_end"]})
     st = size["storage"]
     row("storage: search table (heap+TOAST+HNSW+btrees)", f"{st['bytes_per_doc']:,.0f} B/doc")
     if st.get("bytes_per_posting") is not None:
@@ -1151,6 +1363,12 @@ def table_rows(size: dict) -> list[tuple]:
         row(f"storage: BM25 chunk table / {st['postings']:,} postings", f"{st['bytes_per_posting']:.2f} B/posting{arrays}")
     for name, r in size["pydna"].items():
         row(name, f"HNSW recall@10 {size['hnsw_recall@10']:.4f}" if name == "dense-hnsw" else "", r)
+    lv = size.get("lane_vs_previous")
+    if lv:
+        for f in [k for k in lv if k.startswith(("dna.bm25", "bench_prev"))]:
+            row(f"bm25, interleaved: {f}", "", lv[f] | {"load1_end": lv["load1_end"]})
+        row("bm25, interleaved: this lane / previous lane",
+            f"CPU p50 ×{lv.get('cpu_p50_ratio')}, p95 ×{lv.get('cpu_p95_ratio')}; identical answers {lv['identical']}/{lv['queries']}")
     for key, label in (("explain", "bm25 lane paths (dna.bm25_explain)"), ("explain_after_live", "… after live writes")):
         e = size.get(key)
         if e:
@@ -1210,6 +1428,11 @@ def main(argv=None) -> int:
                     help="queries checked against exhaustive BM25 in plain SQL from the tsvectors "
                          "(default 300 up to 200k docs, 100 above; 0 = off)")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-previous-lane", action="store_true",
+                    help="do not time 0010_scale's lane text (loaded as bench_prev.bm25) beside this checkout's")
+    ap.add_argument("--no-floors", action="store_true",
+                    help="skip the floors (COPY + to_tsvector into a plain table; HNSW build and inserts on a plain "
+                         "pgvector table)")
     ap.add_argument("--keep", action="store_true", help="keep the databases (and the embedded server's folder)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale.json"))
     args = ap.parse_args(argv)
