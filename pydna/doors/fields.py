@@ -14,9 +14,6 @@ from pydantic import BaseModel, Field
 
 MemoryKind = Literal["Engram", "Research", "Evidence"]
 
-Scope = Annotated[str, Field(
-    description="The scope (a project or application namespace, 1-200 characters) whose memories to use; "
-                "every call reads and writes one scope.")]
 Query = Annotated[str, Field(
     description="What to look for, in natural language (at most 10,000 characters). Matched by meaning "
                 "(embeddings) and by words (BM25); a blank query returns nothing.")]

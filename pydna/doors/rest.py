@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pydna import __version__
 from pydna.client import Client
@@ -42,7 +42,9 @@ from pydna.embeddings.base import EmbeddingPort
 log = logging.getLogger("pydna.doors.rest")
 
 DEFAULT_SCOPE = "default"
-ScopeOpt = Annotated[Optional[str], f.Scope.__metadata__[0]]  # omitted: the server's default scope
+ScopeOpt = Annotated[Optional[str], Field(
+    description="The scope (a project or application namespace, 1-200 characters) of the call; omitted = the "
+                "server's default scope (dna serve --scope).")]
 
 
 class _Body(BaseModel):
