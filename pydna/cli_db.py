@@ -33,18 +33,25 @@ db_app = typer.Typer(
 
 @db_app.command("up")
 def db_up(ctx: typer.Context) -> None:
-    """Start the embedded server, migrate it to head, print its DSN.
+    """Start the embedded server, migrate it to head, print the DSN to use.
 
-    With --dsn / DNA_DATABASE_URL that database is migrated and nothing is started. Only the DSN
-    goes to stdout: `export DNA_DATABASE_URL=$(dna db up)`.
+    The migrations run as the server's superuser; the DSN printed is the application role's (an
+    ordinary login role mapped to your identity: row-level security and --personal apply), which
+    `dna` and `pydna.connect()` use by default. With --dsn / DNA_DATABASE_URL that database is
+    migrated and nothing is started. Only the DSN goes to stdout:
+    `export DNA_DATABASE_URL=$(dna db up)`. A server still going away (a crash, a stop) is waited
+    for, at most 30 s.
     """
     from pydna import migrate, server
 
     err = stderr()
     state = cli_state(ctx)
+    embedded = False
     if state.dsn:
-        dsn = state.dsn
-        err.print(f"external server: {escape(mask_dsn(dsn))} (the embedded server is not started)", soft_wrap=True)
+        dsn = server.admin_dsn_for(state.dsn)
+        embedded = dsn != state.dsn
+        if not embedded:
+            err.print(f"external server: {escape(mask_dsn(dsn))} (the embedded server is not started)", soft_wrap=True)
     else:
         home = server.data_home()
         err.print(f"embedded PostgreSQL under {escape(str(home))}", soft_wrap=True)
@@ -52,6 +59,7 @@ def db_up(ctx: typer.Context) -> None:
             dsn = server.start(home)
         except RuntimeError as exc:
             raise CliError(str(exc)) from exc
+        embedded = True
     before = _applied_revision(dsn)
     migrate.upgrade(dsn)
     head = migrate.head()
@@ -59,6 +67,10 @@ def db_up(ctx: typer.Context) -> None:
         err.print(f"schema dna at revision {head} (up to date)", soft_wrap=True)
     else:
         err.print(f"schema dna migrated: {before or 'empty'} → {head}", soft_wrap=True)
+    if embedded:
+        dsn = server.ensure_app_role(dsn)
+        err.print(f"clients connect as role {server.app_role()}, identity {server.local_identity()} "
+                  f"(the superuser {server.ADMIN_USER} runs migrations only)", soft_wrap=True)
     typer.echo(mask_dsn(dsn))
 
 
@@ -71,19 +83,22 @@ def db_upgrade(
 ) -> None:
     """Migrate the database to head, or print the SQL (--sql).
 
-    The alembic revisions are the only source of DDL; --sql needs no server.
+    The alembic revisions are the only source of DDL; --sql needs no server. On the embedded
+    server the migrations run as its superuser, then the application role gets the new tables.
     """
-    from pydna import migrate
+    from pydna import migrate, server
 
     if sql:
         # Offline: alembic renders the SQL for the PostgreSQL dialect; nothing connects or starts.
         text = migrate.upgrade(cli_state(ctx).dsn or "", revision=revision, sql=True) or ""
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    dsn = database_dsn(ctx)
+    dsn = server.admin_dsn_for(database_dsn(ctx))
     before = _applied_revision(dsn)
     migrate.upgrade(dsn, revision=revision)
     after = _applied_revision(dsn)
+    if server.is_embedded_dsn(dsn):
+        server.ensure_app_role(dsn)
     if before == after:
         stdout().print(f"schema dna already at revision {after} ({escape(mask_dsn(dsn))})", soft_wrap=True)
     else:
@@ -122,7 +137,10 @@ def db_compact(
     from pydna import maintenance
     from pydna.client import check_migrated
 
-    with psycopg.connect(database_dsn(ctx), autocommit=True) as conn:
+    from pydna import server
+
+    # Operator maintenance: on the embedded server as its superuser (every partition).
+    with psycopg.connect(server.admin_dsn_for(database_dsn(ctx)), autocommit=True) as conn:
         check_migrated(conn)
         report = maintenance.compact(conn, scope, full_merge=full)
     if as_json:
@@ -150,7 +168,10 @@ def _vector_index_command(ctx: typer.Context, action, as_json: bool, **kw) -> An
 
     from pydna.client import check_migrated
 
-    with psycopg.connect(database_dsn(ctx), autocommit=True) as conn:
+    from pydna import server
+
+    # DDL an operator runs: on the embedded server as its superuser (the table owner).
+    with psycopg.connect(server.admin_dsn_for(database_dsn(ctx)), autocommit=True) as conn:
         check_migrated(conn)
         try:
             result = action(conn, **kw)
@@ -298,7 +319,7 @@ def db_status(
             if as_json:
                 echo_json({"server": srv})
             raise CliError(f"the embedded server under {home} is not running: start it with `dna db up`")
-        dsn = server.start(home)  # already running: only reads its address
+        dsn = server.client_dsn(home)  # already running: only reads its address (and the role's)
         srv["dsn"] = mask_dsn(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         info = {"server": srv, **collect_status(conn)}

@@ -209,18 +209,58 @@ def _rows(record: Record, splitter) -> list[_Row]:
 class Client:
     """A connection to a pydna database plus an embedding provider (may be None: lexical only)."""
 
-    def __init__(self, conn: psycopg.Connection, embedder: EmbeddingPort | None, dsn: str | None = None):
-        self.conn = conn
+    def __init__(self, conn: psycopg.Connection, embedder: EmbeddingPort | None, dsn: str | None = None,
+                 embedded_home: "os.PathLike[str] | str | None" = None):
+        self._conn = conn
         self.embedder = embedder
         self.dsn = dsn
         self._splitter = None
+        self._closed = False
+        # On the embedded default server (connect() without a DSN): its data home and postmaster,
+        # so that a server stopped or crashed since is started again on the next call.
+        self._home = embedded_home
+        self._postmaster = None
+        if embedded_home is not None:
+            from pydna import server
+
+            self._postmaster = server.running_pid(embedded_home)
         self._check_migrated()
         register_vector(conn)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The connection (autocommit). On the embedded default server it is checked first: when the
+        server was stopped or crashed since (its postmaster is gone or another one runs), the server
+        is started again (``pydna.server.client_dsn``: it waits for a dying postmaster) and a new
+        connection replaces the old one. With a DSN, the connection is as it is."""
+        if self._home is not None and not self._closed:
+            self._revive()
+        return self._conn
+
+    @conn.setter
+    def conn(self, value: psycopg.Connection) -> None:
+        self._conn = value
+
+    def _revive(self) -> None:
+        from pydna import server
+
+        pid = server.running_pid(self._home)
+        if pid is not None and pid == self._postmaster and not self._conn.closed and not self._conn.broken:
+            return
+        old = self._conn
+        new = psycopg.connect(server.client_dsn(self._home), autocommit=True)
+        register_vector(new)
+        self._conn, self._postmaster = new, server.running_pid(self._home)
+        try:
+            old.close()
+        except Exception:  # the old server is gone: nothing to close cleanly
+            pass
+
     def close(self) -> None:
-        self.conn.close()
+        self._closed = True
+        self._conn.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -429,7 +469,7 @@ def resolve_dsn(dsn: str | None = None) -> str:
         return env
     from pydna import server
 
-    return server.start()
+    return server.client_dsn()
 
 
 def connect(dsn: str | None = None, embedder: EmbeddingPort | str | None = "auto") -> Client:
@@ -440,9 +480,14 @@ def connect(dsn: str | None = None, embedder: EmbeddingPort | str | None = "auto
         from pydna.embeddings import get_provider
 
         embedder = get_provider(embedder)
+    embedded = None
+    if not dsn and not os.environ.get("DNA_DATABASE_URL"):
+        from pydna import server
+
+        embedded = server.data_home()
     conn = psycopg.connect(resolve_dsn(dsn), autocommit=True)
     try:
-        return Client(conn, embedder, dsn=dsn)
+        return Client(conn, embedder, dsn=dsn, embedded_home=embedded)
     except Exception:
         conn.close()
         raise

@@ -37,7 +37,11 @@ class Memory:
 
     def __init__(self, client: "Client"):
         self.client = client
-        self.conn = client.conn
+
+    @property
+    def conn(self):
+        """The client's connection (checked, and renewed after an embedded server restart, by the client)."""
+        return self.client.conn
 
     # -- helpers ---------------------------------------------------------------------------
 
