@@ -213,3 +213,13 @@ def test_document_sources_record_and_conflict(sql):
     assert "dna.dna_document_sources" in [r[0] for r in sql.execute("SELECT dna.protected_tables()::text")]
     assert sql.execute("SELECT relrowsecurity AND relforcerowsecurity FROM pg_class "
                        "WHERE oid = 'dna.dna_document_sources'::regclass").fetchone()[0] is True
+
+
+def test_schema_comment_has_no_placeholder_url(sql):
+    from pydna import migrate
+
+    text = migrate.upgrade("", sql=True)
+    comments = [line for line in text.splitlines() if line.startswith("COMMENT ON SCHEMA")]
+    assert comments and all("https://github.com/ -" not in c and "://" not in c for c in comments)
+    got = sql.execute("SELECT obj_description('dna'::regnamespace, 'pg_namespace')").fetchone()[0]
+    assert got.startswith("pydna: hybrid search and agent memory inside PostgreSQL") and "://" not in got

@@ -149,11 +149,16 @@ COMMENT ON TYPE dna.bm25_hit IS 'One hit of dna.bm25: the document key, its BM25
 """
 
 
+SCHEMA_COMMENT = ("pydna: hybrid search and agent memory inside PostgreSQL (the SQL package; "
+                  "its README and docs/ travel with the pydna Python package)")
+
+
 def upgrade() -> None:
     op.execute(_extension("vector"))
     op.execute(_extension("btree_gist"))
     op.execute("CREATE SCHEMA IF NOT EXISTS dna")
-    op.execute("COMMENT ON SCHEMA dna IS 'pydna: hybrid search and agent memory (https://github.com/ - see README)'")
+    # The text as 0012_first_day sets it (released with a placeholder URL; a comment, no behaviour).
+    op.execute(f"COMMENT ON SCHEMA dna IS '{SCHEMA_COMMENT}'")
     op.execute("""
 CREATE TABLE dna.dna_kinds (
     kind              text PRIMARY KEY,

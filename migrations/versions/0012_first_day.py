@@ -27,7 +27,8 @@ tenant (``sql/tenancy.sql``, run again: ``dna.protected_tables()`` lists it), an
 
 Downgrade runs the text of ``memory.sql`` as 0002_memory released it
 (``versions/0002_memory/memory.sql``) and of ``tenancy.sql`` as 0010_scale released it, drops the
-functions this revision added and the table.
+functions this revision added and the table. It also replaces the comment on schema dna, whose
+released text held a placeholder URL.
 """
 import re
 import sys
@@ -44,9 +45,9 @@ down_revision = "0011_lane_speed"
 branch_labels = None
 depends_on = None
 
-# This revision's text of memory.sql is the live file until a later revision changes it again
-# (that revision then freezes a copy in versions/0012_first_day/ and sets MEMORY_FROZEN_IN).
-MEMORY_FROZEN_IN = None
+# This revision's text of memory.sql, frozen in versions/0012_first_day/ when 0015_governed_history
+# split the memory plane into sql/memory_*.sql.
+MEMORY_FROZEN_IN = revision
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
 
@@ -91,7 +92,13 @@ $$;
 """
 
 
+SCHEMA_COMMENT = ("pydna: hybrid search and agent memory inside PostgreSQL (the SQL package; "
+                  "its README and docs/ travel with the pydna Python package)")
+
+
 def upgrade() -> None:
+    # 0001_foundation released a placeholder URL here; databases migrated before get this text too.
+    op.execute(f"COMMENT ON SCHEMA dna IS '{SCHEMA_COMMENT}'")
     op.execute(read_sql("catalog.sql"))  # before memory.sql: its verbs call dna.check_scope / check_kind
     op.execute(read_sql("memory.sql", frozen_in=MEMORY_FROZEN_IN))
     op.execute(SOURCES)
