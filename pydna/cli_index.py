@@ -168,11 +168,13 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
         if isinstance(name, bool) or not isinstance(name, (str, int)) or not str(name).strip():
             raise CliError(f"{where}: no `name` (or `_id`) string")
         fields: dict[str, str | None] = {}
-        for key in ("kind", "title", "tenant", "snippet"):
+        for key in ("kind", "title", "tenant", "snippet", "format"):
             value = item.get(key)
             if value is not None and not isinstance(value, str):
                 raise CliError(f"{where}: `{key}` must be a string, got {type(value).__name__}")
             fields[key] = value
+        if fields["format"] is not None and fields["format"] not in ("markdown", "rst", "text"):
+            raise CliError(f"{where}: `format` must be markdown, rst or text, got {fields['format']!r}")
         body = item.get("body", item.get("text"))
         if body is not None and not isinstance(body, str):
             raise CliError(f"{where}: `body` (or `text`) must be a string, got {type(body).__name__}")
@@ -183,7 +185,7 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
             raise CliError(f"{where}: empty document (no `body`/`text` and no `title`)")
         yield Record(kind=fields["kind"] or kind, name=str(name), body=body or "", title=fields["title"],
                      tenant=fields["tenant"] if fields["tenant"] is not None else tenant,
-                     snippet=fields["snippet"]), where
+                     snippet=fields["snippet"], format=fields["format"]), where
 
 
 def _walk(directory: Path) -> list[Path]:

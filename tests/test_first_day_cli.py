@@ -115,3 +115,21 @@ def test_the_demo_reads_at_80_columns(run):
     heads = [line for line in lines if line[:3].strip().rstrip(".").isdigit()]
     assert len(heads) == 3 and heads[0].startswith(" 1. hybrid-search.md")
     assert len(lines) <= 2 + 3 * 4                                  # a head and at most 3 snippet lines per hit
+
+
+def test_readme_examples_answer_on_any_clock_and_its_oids_are_valid(sql):
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    fixed = re.findall(r"--(?:as-of|valid-time|now)[ =]+\"?(\d{4}-\d\d-\d\d)", readme)
+    assert fixed == [], f"README examples with a fixed date that goes stale: {fixed}"
+    inserts = re.findall(r"INSERT INTO dna\.dna_identities \(role_name, oid\) VALUES (.+);", readme)
+    assert inserts
+    oids = [oid for values in inserts for _, oid in re.findall(r"\('([^']+)', '([^']+)'\)", values)]
+    assert len(oids) >= 2
+    for i, oid in enumerate(oids):           # each passes the table's own check constraint
+        sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, %s)", (f"readme_{i}", oid))
+    # The documented limits and JSONL fields are stated.
+    for phrase in ("1,000,000 bytes per document", "10,000 characters per query", "280 characters",
+                   "JSONL fields", "any other field is dropped"):
+        assert phrase in readme, phrase

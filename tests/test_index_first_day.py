@@ -145,3 +145,13 @@ def test_ctrl_c_says_how_far_it_got_and_a_rerun_resumes(run, tmp_path, dna_dsn, 
     monkeypatch.setattr(Client, "_write_batch", real)
     summary = json.loads(run("index", d, "--scope", "many", "--batch-size", "2", *FAKE, "--json").stdout)
     assert (summary["inserted"], summary["unchanged"]) == (2, 4)
+
+
+def test_jsonl_format_field_is_read_and_checked(run, tmp_path, dna_dsn):
+    f = tmp_path / "f.jsonl"
+    f.write_text(json.dumps({"name": "n", "body": "# Title\n\ntext", "format": "markdown", "extra": 1}) + "\n",
+                 encoding="utf-8")
+    assert json.loads(run("index", f, "--scope", "fmt", *FAKE, "--json").stdout)["inserted"] == 1
+    f.write_text(json.dumps({"name": "n", "body": "x", "format": "docx"}) + "\n", encoding="utf-8")
+    result = run("index", f, "--scope", "fmt", *FAKE, code=1)
+    assert "line 1: `format` must be markdown, rst or text, got 'docx'" in " ".join(result.stderr.split())
