@@ -13,7 +13,7 @@ import pytest
 from pgvector.psycopg import register_vector
 
 import pydna
-from pydna.embeddings.fake import FakeEmbeddingProvider
+from test_bulk_ingest import CountingEmbedder  # the fake embedder, counting what it embeds
 from pydna.passages import PassageSplitter, heading_path, markdown_headings, rst_headings, text_format
 
 MODEL = "dna-fake-hash-v1"
@@ -230,16 +230,6 @@ def test_tokenizer_sized_windows_fit_the_embedder():
 
 
 # -- Client.index ----------------------------------------------------------------------------------
-
-class CountingEmbedder(FakeEmbeddingProvider):
-    def __init__(self):
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed(self, texts):
-        self.texts += list(texts)
-        return super().embed(texts)
-
 
 def test_client_indexes_long_text_as_passages_and_reembeds_only_what_changed(dna_dsn):
     emb = CountingEmbedder()
