@@ -46,8 +46,8 @@ def test_every_memory_plane_function_is_documented(sql):
 
     root = Path(__file__).resolve().parents[1] / "sql"
     names = set()
-    for plane in ("memory.sql", "consolidate.sql"):
-        names |= set(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", (root / plane).read_text()))
+    for plane in sorted(root.glob("memory_*.sql")) + [root / "consolidate.sql"]:
+        names |= set(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(", plane.read_text()))
     rows = sql.execute("SELECT p.proname, p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc') FROM pg_proc AS p "
                        "WHERE p.pronamespace = 'dna'::regnamespace AND p.proname = ANY (%s)", (sorted(names),)).fetchall()
     assert {r[0] for r in rows} == names

@@ -45,9 +45,9 @@ down_revision = "0011_lane_speed"
 branch_labels = None
 depends_on = None
 
-# This revision's text of memory.sql is the live file until a later revision changes it again
-# (that revision then freezes a copy in versions/0012_first_day/ and sets MEMORY_FROZEN_IN).
-MEMORY_FROZEN_IN = None
+# This revision's text of memory.sql, frozen in versions/0012_first_day/ when 0015_governed_history
+# split the memory plane into sql/memory_*.sql.
+MEMORY_FROZEN_IN = revision
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
 

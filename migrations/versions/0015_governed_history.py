@@ -1,0 +1,56 @@
+"""Governed history: the memory plane in one file per concern.
+
+Revision ID: 0015_governed_history
+Revises: 0014_doors
+Create Date: 2026-12-01
+
+Runs the memory plane, split out of ``sql/memory.sql`` into one file per concern, in dependency
+order (``MEMORY_FILES``): ``memory_time.sql`` (time helpers), ``memory_scoring.sql`` (pure scoring),
+``memory_kinds.sql`` (memory Kinds, specs and claims), ``memory_write.sql`` (the write path's
+trigger functions) and ``memory_verbs.sql`` (the verbs).
+
+Downgrade runs the text of ``memory.sql`` as 0012_first_day released it
+(``versions/0012_first_day/memory.sql``) and drops the functions this revision added.
+"""
+import re
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import plane_file, read_sql  # noqa: E402
+
+revision = "0015_governed_history"
+down_revision = "0014_doors"
+branch_labels = None
+depends_on = None
+
+MEMORY_FILES = ("memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql")
+# The texts this revision replaces, as the revision before it runs them.
+PREVIOUS = {"memory.sql": "0012_first_day"}
+_DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
+
+
+def _added_functions() -> list[str]:
+    """Functions the files this revision runs define that the texts it replaces did not."""
+    now: set[str] = set()
+    for name in MEMORY_FILES:
+        now |= set(_DEFINED.findall(plane_file(name).read_text(encoding="utf-8")))
+    before: set[str] = set()
+    for name, frozen_in in PREVIOUS.items():
+        before |= set(_DEFINED.findall(plane_file(name, frozen_in).read_text(encoding="utf-8")))
+    return sorted(now - before)
+
+
+def upgrade() -> None:
+    for name in MEMORY_FILES:
+        op.execute(read_sql(name))
+
+
+def downgrade() -> None:
+    added = _added_functions()
+    if added:
+        op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
+    for name, frozen_in in PREVIOUS.items():
+        op.execute(read_sql(name, frozen_in=frozen_in))
