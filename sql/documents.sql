@@ -27,8 +27,8 @@ DECLARE
     action text;
     emb vector := embedding;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
-    kind := dna.check_key('kind', kind, 200);
+    scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
+    kind := dna.check_kind(kind);
     name := dna.check_key('name', name, 512);
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     PERFORM dna.check_key('model_id', model_id, 200);
@@ -99,7 +99,7 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
 'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
 'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
-'key, empty text, unknown model_id without a vector, width differing from the registered one, NaN '
+'key, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, unknown model_id without a vector, width differing from the registered one, NaN '
 'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
 'caller''s personal partition (dna.resolve_tenant).';
 
@@ -122,7 +122,7 @@ DECLARE
     cfg record;
     bad record;
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     PERFORM dna.check_key('model_id', model_id, 200);
     IF coalesce(cardinality(kinds), 0) <> n OR coalesce(cardinality(bodies), 0) <> n
@@ -177,6 +177,7 @@ BEGIN
         RAISE EXCEPTION 'document % (%/%): %', bad.i, coalesce(bad.kind, 'NULL'), coalesce(bad.name, 'NULL'),
             substr(bad.reason, 7) USING ERRCODE = left(bad.reason, 5);
     END IF;
+    PERFORM dna.check_kind(k.kind) FROM (SELECT DISTINCT u.kind FROM unnest(kinds) AS u (kind)) AS k;
     IF passages IS NULL THEN
         SELECT u.kind, u.name, count(*) AS n, min(u.i) AS first, max(u.i) AS last INTO bad
         FROM unnest(kinds, names) WITH ORDINALITY AS u (kind, name, i)
@@ -298,7 +299,7 @@ COMMENT ON FUNCTION dna.index_documents(text, text[], text[], text[], vector[], 
 'unchanged; moved = same text, new heading/span/snippet), text_hash, embedded, passage; then one row per '
 'deleted passage (ord NULL, action deleted). A NULL title or snippet is stored as NULL. Every element is '
 'checked before anything is written; the error names the first bad one by position. Errors: 22023 (blank '
-'keys, empty text, arrays of different lengths, a (kind, name) twice without passages, passage ordinals not '
+'keys, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, arrays of different lengths, a (kind, name) twice without passages, passage ordinals not '
 '0..n-1, a bad span, mixed widths, unknown model_id without vectors), 22001 (kind > 200, name > 512 '
 'characters, text > 1000000 bytes per element), 54000 (more than 100000 elements), 42P01 (no table for the '
 'width), 42501 (reserved tenant, not a member, no identity).';

@@ -281,3 +281,15 @@ def test_upgrade_keeps_documents_as_passage_0_and_downgrade_refuses_to_lose_pass
         register_vector(conn)
         assert conn.execute(query, (MODEL,)).fetchall() == before
     migrate.upgrade(empty_dsn)
+
+
+@pytest.mark.parametrize("call", [
+    "SELECT dna.index_document('My Scope!', 'Doc', 'n', 'text', NULL, %s)",
+    "SELECT dna.index_document('s', 'bad kind!', 'n', 'text', NULL, %s)",
+    "SELECT * FROM dna.index_documents('My Scope!', '{Doc}', '{n}', '{text}', NULL, %s)",
+    "SELECT * FROM dna.index_documents('s', '{Doc,bad kind!}', '{n,m}', '{text,more}', NULL, %s)",
+])
+def test_the_document_door_checks_scope_and_kind_by_the_name_rule(vsql, call):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="invalid (scope|kind)"):
+        vsql.execute(call, (MODEL,))
+    assert vsql.execute("SELECT count(*) FROM dna.dna_search_docs_384").fetchone()[0] == 0
