@@ -15,8 +15,10 @@ LATER = "2026-06-02T12:00:00Z"
 
 
 def _functions(conn):
-    return {r[0] for r in conn.execute(
-        "SELECT p.oid::regprocedure::text FROM pg_proc AS p WHERE p.pronamespace = 'dna'::regnamespace")}
+    """{signature: (security definer, settings)} of every dna function."""
+    return {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT p.oid::regprocedure::text, p.prosecdef, p.proconfig FROM pg_proc AS p "
+        "WHERE p.pronamespace = 'dna'::regnamespace")}
 
 
 def _triggers(conn):
@@ -64,7 +66,7 @@ def test_upgrade_from_0014_keeps_answers_and_records_and_downgrades(empty_dsn):
     migrate.upgrade(empty_dsn, "0015_governed_history")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
-        assert functions <= _functions(conn)
+        assert functions.keys() <= _functions(conn).keys()
     migrate.downgrade(empty_dsn, "0014_doors")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before

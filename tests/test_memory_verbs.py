@@ -411,9 +411,11 @@ def test_delete_is_refused_naming_forget(sql, dna_dsn):
         assert state == "23001" and "dna.forget" in message, statement
     assert one(sql, "SELECT count(*) FROM dna.dna_instances WHERE name = 'keep'") == 1
     assert one(sql, "SELECT count(*) FROM dna.dna_search_docs_384 WHERE name = 'keep'") == 1
-    # Kinds that are not invalidate-only delete as usual; so do search docs without a stored Engram.
+    # Every memory Kind is refused the same way (0015_governed_history); search docs without a
+    # stored memory delete as usual.
     remember(sql, spec={"title": "note", "body": "a research note"}, kind="Research", name="note")
-    sql.execute("DELETE FROM dna.dna_instances WHERE kind = 'Research'")
+    state, message = sqlstate(sql, "DELETE FROM dna.dna_instances WHERE kind = 'Research'")
+    assert state == "23001" and "dna.forget" in message
     sql.execute("SELECT dna.index_document('mem', 'Engram', 'orphan', 'text', model_id => 'dna-fake-hash-v1')")
     assert one(sql, "SELECT dna.delete_document('mem', 'Engram', 'orphan')") == 1
 

@@ -9,7 +9,16 @@ order (``MEMORY_FILES``): ``memory_time.sql`` (time helpers), ``memory_scoring.s
 ``memory_kinds.sql`` (memory Kinds, specs and claims), ``memory_write.sql`` (the write path's
 trigger functions) and ``memory_verbs.sql`` (the verbs).
 
-Downgrade runs the text of ``memory.sql`` as 0012_first_day released it
+An append-only history, enforced by the database: the trigger ``dna_versions_append_only`` (BEFORE
+INSERT OR UPDATE OR DELETE on ``dna_versions``, for every caller; no function is SECURITY DEFINER)
+refuses (42501) every UPDATE, an INSERT that is not the record's next version copying its current row
+stamped in this transaction, and a DELETE of a version the Kind's retention keeps (pruning by
+``dna.instances_after_write`` is the one path that removes versions); the history guard of
+``dna.instances_before_write`` keeps revivals and cues_history growing, surface_count from going
+back, a stored valid_to from being lifted or moved except by a revival (55000), a memory's key from
+changing (42501); DELETE of every memory Kind is refused (23001), not only of Engram.
+
+Downgrade drops the trigger, runs the text of ``memory.sql`` as 0012_first_day released it
 (``versions/0012_first_day/memory.sql``) and drops the functions this revision added.
 """
 import re
@@ -17,6 +26,7 @@ import sys
 from pathlib import Path
 
 from alembic import op
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
 from sql_files import plane_file, read_sql  # noqa: E402
@@ -43,12 +53,22 @@ def _added_functions() -> list[str]:
     return sorted(now - before)
 
 
+APPEND_ONLY = """
+CREATE TRIGGER dna_versions_append_only BEFORE INSERT OR UPDATE OR DELETE ON dna.dna_versions
+    FOR EACH ROW EXECUTE FUNCTION dna.versions_append_only();
+COMMENT ON TRIGGER dna_versions_append_only ON dna.dna_versions IS
+    'Append-only history: no UPDATE; INSERT only of the next version copying the record now; DELETE only past the Kind''s retention (42501 otherwise).';
+"""
+
+
 def upgrade() -> None:
     for name in MEMORY_FILES:
         op.execute(read_sql(name))
+    op.execute(text(APPEND_ONLY.replace(":", "\\:")))
 
 
 def downgrade() -> None:
+    op.execute("DROP TRIGGER dna_versions_append_only ON dna.dna_versions")
     added = _added_functions()
     if added:
         op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
