@@ -52,6 +52,11 @@ AS $$
 #variable_conflict use_variable
 BEGIN
     SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
+    -- A name that has no row yet has nothing FOR UPDATE can lock: writers of one key queue on a
+    -- transaction-level advisory lock of it first, so the second sees the first's row (the next
+    -- statement reads a new snapshot) and answers updated, never a second created.
+    PERFORM pg_advisory_xact_lock(hashtextextended(
+        'dna.memory' || chr(31) || scope || chr(31) || kind || chr(31) || name || chr(31) || tenant, 0));
     SELECT i.spec INTO stored FROM dna.dna_instances AS i
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
     FOR UPDATE;
@@ -64,8 +69,9 @@ $$;
 
 COMMENT ON FUNCTION dna.lock_memory(text, text, text, text, text) IS
 'The row of one memory for a write verb (dna.remember, dna.forget, dna.revive): api = the Kind''s '
-'api_version, stored = its spec (NULL when there is no such row), the row locked FOR UPDATE until the '
-'end of the transaction. Arguments are already validated by the caller. required_by (a verb that needs '
+'api_version, stored = its spec (NULL when there is no such row), the key locked until the end of the '
+'transaction (a transaction-level advisory lock of the key, so that two writers of a new name queue, '
+'then the row FOR UPDATE). Arguments are already validated by the caller. required_by (a verb that needs '
 'the row, e.g. ''forget''): no such row raises P0002 naming that verb; otherwise no error of its own.';
 
 DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
@@ -105,6 +111,11 @@ BEGIN
                 merged := jsonb_set(merged, ARRAY[f], stored -> f);
             END IF;
         END LOOP;
+        -- A derived encoding context is the record's own: its time of day is that of the kept created_at.
+        IF kind = 'Engram' AND NOT coalesce(jsonb_typeof(spec -> 'encoding_context') = 'object'
+                                             AND spec -> 'encoding_context' <> '{}'::jsonb, false) THEN
+            merged := merged || jsonb_build_object('encoding_context', dna.derive_encoding_context(merged));
+        END IF;
         action := CASE WHEN merged = stored THEN 'unchanged' ELSE 'updated' END;
     ELSE
         action := 'created';
@@ -139,7 +150,9 @@ COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vec
 'memory_type (Engram), valid_from. name defaults to dna.memory_name (stable: rem-<sha256 of kind and '
 'text>). Remembering an existing name restates it: the new spec replaces the stored one, keeping its '
 'lifecycle keys (created_at, valid_from, valid_to, superseded_by_memory, revivals, cues_history, '
-'last_surfaced, surface_count) unless given; an identical spec writes nothing. The write appends a '
+'last_surfaced, surface_count) unless given, and an encoding context not given is derived from the kept '
+'created_at; an identical spec writes nothing. Two writers of the same new name queue (dna.lock_memory): '
+'one is answered created, the other updated (or unchanged). The write appends a '
 'version (transaction time) through the dna_instances triggers. The text dna.memory_text(kind, spec) '
 '(Engram: area title summary body) is indexed by dna.index_document with embedding (NULL = lexical '
 'only) under model_id (default dna-fake-hash-v1). personal => true writes the caller''s personal memory '
