@@ -126,6 +126,12 @@ BEGIN
                 RAISE EXCEPTION 'claims[%].object must be a string, number, boolean or null, got %', i,
                     jsonb_typeof(item -> 'object') USING ERRCODE = '22023';
             END IF;
+            IF jsonb_typeof(item -> 'object') = 'number'
+               AND (abs((item ->> 'object')::numeric) > 1e15 OR scale((item ->> 'object')::numeric) > 15) THEN
+                RAISE EXCEPTION 'claims[%].object must be a number of magnitude at most 1e15 with at most 15 decimals, got %',
+                    i, left(item ->> 'object', 40) USING ERRCODE = '22003',
+                    HINT = 'Give a larger or more precise value as a string.';
+            END IF;
             claim := claim || jsonb_build_object('object', item -> 'object');
         END IF;
         IF coalesce(item ->> 'polarity', 'asserts') NOT IN ('asserts', 'denies') THEN
@@ -152,7 +158,8 @@ COMMENT ON FUNCTION dna.validate_claims(jsonb) IS
 'Validates and canonicalises spec.claims: a list of {subject?, predicate, object?, polarity: '
 'asserts|denies (default asserts), valid_from?, valid_to?}; strings stripped. Returns the canonical '
 'list ([] for NULL). Errors: 22023 naming claims[i] and the field for a non-list, a non-object, an '
-'unknown key, a blank predicate/subject, a non-scalar object or a bad polarity; 22007 for a bad timestamp.';
+'unknown key, a blank predicate/subject, a non-scalar object or a bad polarity; 22003 for a number object of '
+'magnitude above 1e15 or more than 15 decimals; 22007 for a bad timestamp.';
 
 CREATE OR REPLACE FUNCTION dna.derive_encoding_context(spec jsonb)
 RETURNS jsonb
@@ -228,9 +235,30 @@ BEGIN
             spec -> 'confidence_score' USING ERRCODE = '22023';
     END IF;
     IF spec ? 'engram_stability_days' AND NOT (jsonb_typeof(spec -> 'engram_stability_days') = 'number'
-                                               AND (spec ->> 'engram_stability_days')::float8 > 0) THEN
+                                               AND (spec ->> 'engram_stability_days')::numeric > 0) THEN
         RAISE EXCEPTION 'spec.engram_stability_days must be a number of days > 0, got %',
             spec -> 'engram_stability_days' USING ERRCODE = '22023';
+    END IF;
+    -- Numbers are bounded at the door, so nothing stored can later overflow a read of the scope.
+    IF jsonb_typeof(spec -> 'confidence_score') = 'number'
+       AND NOT ((spec ->> 'confidence_score')::numeric BETWEEN 0 AND 10) THEN
+        RAISE EXCEPTION 'spec.confidence_score must be between 0 and 10, got %', spec -> 'confidence_score'
+            USING ERRCODE = '22003', HINT = 'Tiers: faint (1), firm (3), burning (5); reconsolidation caps at 10.';
+    END IF;
+    IF jsonb_typeof(spec -> 'engram_stability_days') = 'number'
+       AND (spec ->> 'engram_stability_days')::numeric > 365000 THEN
+        RAISE EXCEPTION 'spec.engram_stability_days must be at most 365000 days (1000 years), got %',
+            spec -> 'engram_stability_days' USING ERRCODE = '22003';
+    END IF;
+    IF spec ? 'surface_count' AND jsonb_typeof(spec -> 'surface_count') <> 'null' AND NOT (
+           jsonb_typeof(spec -> 'surface_count') = 'number'
+           AND (spec ->> 'surface_count')::numeric = trunc((spec ->> 'surface_count')::numeric)) THEN
+        RAISE EXCEPTION 'spec.surface_count must be a whole number, got %', spec -> 'surface_count' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(spec -> 'surface_count') = 'number'
+       AND NOT ((spec ->> 'surface_count')::numeric BETWEEN 0 AND 1000000000) THEN
+        RAISE EXCEPTION 'spec.surface_count must be between 0 and 1000000000, got %', spec -> 'surface_count'
+            USING ERRCODE = '22003';
     END IF;
     IF spec ? 'claims' THEN
         spec := jsonb_set(spec, '{claims}', dna.validate_claims(spec -> 'claims'));
@@ -284,5 +312,7 @@ COMMENT ON FUNCTION dna.prepare_memory_spec(text, jsonb, timestamptz) IS
 'claims canonicalised (dna.validate_claims). Rules: Engram summary required, <= 280 chars; other '
 'Kinds need text in their embed fields; summary/title/body/area/affect/memory_type strings; tags and '
 'source_refs lists of strings; encoding_context.co_topics <= 5; confidence_score a number or '
-'faint|firm|burning; engram_stability_days > 0; affect one of dna.memory_affects() (triumph, regret, surprise, '
-'wistful, ominous, neutral). Errors: 22023, 22001 (summary too long), 22007 (bad timestamp).';
+'faint|firm|burning, a number in [0, 10] (22003 outside); engram_stability_days in (0, 365000] (22003 above); '
+'surface_count a whole number in [0, 1e9] (22003 outside); affect one of dna.memory_affects() (triumph, regret, surprise, '
+'wistful, ominous, neutral). Errors: 22023, 22003 (a number out of range, naming the field), 22001 (summary '
+'too long), 22007 (bad timestamp).';
