@@ -405,7 +405,12 @@ BEGIN
         result := result || jsonb_build_object('reconsolidation_errors', failed);
     END IF;
     IF as_of IS NOT NULL THEN
-        result := result || jsonb_build_object('as_of', dna.iso8601(as_of), 'as_of_truncated', truncated);
+        -- Erased memories (dna.redact) that existed at as_of cannot be ranked: their text is gone.
+        result := result || jsonb_build_object('as_of', dna.iso8601(as_of), 'as_of_truncated', truncated,
+            'as_of_redacted', (SELECT coalesce(jsonb_agg(to_jsonb(i.name) ORDER BY i.name COLLATE "C"), '[]'::jsonb)
+                               FROM dna.dna_instances AS i
+                               WHERE i.scope = scope AND i.kind = ANY (kinds) AND dna.is_redacted(i.spec)
+                                 AND i.tenant IN (tenant, '') AND i.created_at <= as_of));
     END IF;
     RETURN result;
 END
@@ -432,7 +437,7 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
 'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
 'model_id, degraded, semantic, now, hits, reconsolidated[, reconsolidation_errors][, as_of, '
-'as_of_truncated]}. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
+'as_of_truncated, as_of_redacted (memories of the scope erased by dna.redact that existed at as_of)]}. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
@@ -591,7 +596,8 @@ BEGIN
                              'kind', f.kind, 'name', f.name, 'tenant', f.tenant, 'personal', starts_with(f.tenant, 'personal:'),
                              'valid', f.valid,
                              'retention', CASE WHEN f.kind = 'Engram' THEN round(dna.memory_retention(f.spec, world)::numeric, 4) END,
-                             'surface_count', f.spec -> 'surface_count', 'superseded_by', f.spec -> 'superseded_by_memory')),
+                             'surface_count', f.spec -> 'surface_count', 'superseded_by', f.spec -> 'superseded_by_memory',
+                             'redacted', f.spec -> 'redacted')),
                              f.spec) AS obj
                   FROM f ORDER BY created DESC, f.name COLLATE "C", f.kind COLLATE "C", f.tenant COLLATE "C"
                   LIMIT max_rows) AS x)
@@ -607,5 +613,5 @@ COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, 
 'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100). '
 'Read-only. personal => true lists the caller''s personal memories over the shared base (42501 without '
 'an identity). Returns {scope, tenant, personal, now, include_invalid, total, memories[{kind, name, tenant, valid, '
-'retention, surface_count?, superseded_by?, summary, area, affect, tags, memory_type, created_at, '
-'valid_from, valid_to?, title}]}. Errors: 22023, 22007, 42501.';
+'retention, surface_count?, superseded_by?, redacted? (the tombstone of dna.redact: {at, by, reason, '
+'digest}), summary, area, affect, tags, memory_type, created_at, valid_from, valid_to?, title}]}. Errors: 22023, 22007, 42501.';

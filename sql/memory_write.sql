@@ -178,7 +178,21 @@ BEGIN
                     USING ERRCODE = '42501',
                           HINT = 'Remember it under the new key (dna.remember) and forget the old one with superseded_by => the new name.';
             END IF;
-            NEW.spec := dna.guard_memory_history(NEW.kind, NEW.name, OLD.spec, NEW.spec);
+            IF dna.is_redacted(OLD.spec) THEN
+                RAISE EXCEPTION '%/% was redacted: a tombstone is never written again', OLD.kind, OLD.name
+                    USING ERRCODE = '55000', HINT = 'Remember the memory under another name.';
+            END IF;
+            IF dna.is_redacted(NEW.spec) THEN
+                -- Erasure (dna.redact): only a redactor turns a record into a tombstone; the history
+                -- guard does not apply (cues and revivals may hold the text being erased).
+                IF NOT dna.may_redact(OLD.tenant) THEN
+                    RAISE EXCEPTION 'redaction of %/% refused: role % may not redact it', OLD.kind, OLD.name,
+                        quote_ident(current_user::text)
+                        USING ERRCODE = '42501', HINT = 'A DBA grants it: GRANT dna_redactor TO <role>.';
+                END IF;
+            ELSE
+                NEW.spec := dna.guard_memory_history(NEW.kind, NEW.name, OLD.spec, NEW.spec);
+            END IF;
         END IF;
         IF NEW.spec = OLD.spec AND NEW.valid_at = OLD.valid_at THEN
             RETURN NEW;                                    -- nothing to re-derive
@@ -194,8 +208,9 @@ $$;
 
 COMMENT ON FUNCTION dna.instances_before_write() IS
 'BEFORE INSERT OR UPDATE trigger of dna.dna_instances. (1) For an UPDATE of a memory Kind (trait '
-'memory.recallable): the key (scope, kind, api_version, name, tenant) cannot change (42501), and the '
-'spec passes the history guard dna.guard_memory_history (a stored valid_to is lifted only by dna.revive, '
+'memory.recallable): the key (scope, kind, api_version, name, tenant) cannot change (42501); a redacted '
+'memory (dna.is_redacted) is never written again (55000); only a role dna.may_redact allows turns a record '
+'into a tombstone (42501); any other spec passes the history guard dna.guard_memory_history (a stored valid_to is lifted only by dna.revive, '
 '55000 when a write moves it; revivals and cues_history only grow; surface_count never decreases). '
 '(2) For memory Kinds, valid_at := dna.spec_valid_at(spec). (3) id and created_at are immutable, '
 'updated_at = now().';
@@ -244,6 +259,12 @@ BEGIN
     IF keep IS NOT NULL AND OLD.version <= latest - keep THEN
         RETURN OLD;
     END IF;
+    IF NOT dna.is_redacted(OLD.spec) AND EXISTS (
+           SELECT 1 FROM dna.dna_instances AS i
+           WHERE i.scope = OLD.scope AND i.kind = OLD.kind AND i.api_version = OLD.api_version
+             AND i.name = OLD.name AND i.tenant = OLD.tenant AND dna.is_redacted(i.spec)) THEN
+        RETURN OLD;                                        -- dna.redact erases the versions of its tombstone's record
+    END IF;
     RAISE EXCEPTION 'DELETE of version % of %/% refused: dna.dna_versions is append-only (the Kind keeps %)',
         OLD.version, OLD.kind, OLD.name, coalesce(keep::text || ' versions', 'every version')
         USING ERRCODE = '42501',
@@ -256,7 +277,8 @@ COMMENT ON FUNCTION dna.versions_append_only() IS
 'INSERT only of the record''s next version that copies its current row (id, spec, valid_at) stamped '
 'within this transaction (what dna.instances_after_write appends: no forged or backdated past); DELETE '
 'only of a version at least the Kind''s version_retention behind the record''s latest (retention '
-'pruning, the one path). Errors: 42501 naming the verb to use.';
+'pruning, the one path) or, once a redactor made the record a tombstone (dna.redact), of its versions '
+'before the tombstone. Errors: 42501 naming the verb to use.';
 
 CREATE OR REPLACE FUNCTION dna.instances_after_write()
 RETURNS trigger
@@ -326,7 +348,8 @@ AS $$
 BEGIN
     IF dna.kind_has_trait(OLD.kind, 'memory.recallable') AND EXISTS (
            SELECT 1 FROM dna.dna_instances AS i
-           WHERE i.scope = OLD.scope AND i.kind = OLD.kind AND i.name = OLD.name AND i.tenant = OLD.tenant) THEN
+           WHERE i.scope = OLD.scope AND i.kind = OLD.kind AND i.name = OLD.name AND i.tenant = OLD.tenant
+             AND NOT dna.is_redacted(i.spec)) THEN
         RAISE EXCEPTION 'DELETE of the search document of %/% refused: % is a memory Kind; retire it with '
                         'dna.forget(scope, name)', OLD.kind, OLD.name, OLD.kind
             USING ERRCODE = '23001',
@@ -339,7 +362,8 @@ $$;
 COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
 'BEFORE DELETE trigger of the width search tables: the search document of a stored record of a '
 'memory Kind (Engram, Research, Evidence) cannot be deleted (dna.delete_document, the client''s delete, raw '
-'DELETE), since that would retire the memory outside dna.forget. Errors: 23001 naming dna.forget.';
+'DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
+'go. Errors: 23001 naming dna.forget.';
 
 CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
 RETURNS trigger

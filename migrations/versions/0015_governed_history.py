@@ -18,6 +18,11 @@ stamped in this transaction, and a DELETE of a version the Kind's retention keep
 back, a stored valid_to from being lifted or moved except by a revival (55000), a memory's key from
 changing (42501); DELETE of every memory Kind is refused (23001), not only of Engram.
 
+Erasure: ``memory_erasure.sql`` (``dna.redact``, ``dna.may_redact``, ``dna.is_redacted``) turns a
+memory into a tombstone and removes its text from every version, search row and the lexical index;
+members of the role ``dna_redactor`` (created here if missing, NOLOGIN; a DBA grants it) may redact,
+and the owner of a personal memory may redact their own.
+
 Downgrade drops the trigger, runs the text of ``memory.sql`` as 0012_first_day released it
 (``versions/0012_first_day/memory.sql``) and drops the functions this revision added.
 """
@@ -36,7 +41,8 @@ down_revision = "0014_doors"
 branch_labels = None
 depends_on = None
 
-MEMORY_FILES = ("memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql")
+MEMORY_FILES = ("memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
+                "memory_erasure.sql")
 # The texts this revision replaces, as the revision before it runs them.
 PREVIOUS = {"memory.sql": "0012_first_day"}
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
@@ -57,7 +63,20 @@ APPEND_ONLY = """
 CREATE TRIGGER dna_versions_append_only BEFORE INSERT OR UPDATE OR DELETE ON dna.dna_versions
     FOR EACH ROW EXECUTE FUNCTION dna.versions_append_only();
 COMMENT ON TRIGGER dna_versions_append_only ON dna.dna_versions IS
-    'Append-only history: no UPDATE; INSERT only of the next version copying the record now; DELETE only past the Kind''s retention (42501 otherwise).';
+    'Append-only history: no UPDATE; INSERT only of the next version copying the record now; DELETE only past the Kind''s retention or of a redacted record (42501 otherwise).';
+"""
+
+# Who may redact (dna.redact): members of this role, a DBA grant. Roles are the cluster's: a
+# downgrade leaves it (another database may use it).
+REDACTOR = """
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dna_redactor') THEN
+        CREATE ROLE dna_redactor NOLOGIN;
+    END IF;
+END
+$$;
+COMMENT ON ROLE dna_redactor IS 'pydna: members may erase memories with dna.redact (GRANT dna_redactor TO <role>).';
 """
 
 
@@ -65,6 +84,7 @@ def upgrade() -> None:
     for name in MEMORY_FILES:
         op.execute(read_sql(name))
     op.execute(text(APPEND_ONLY.replace(":", "\\:")))
+    op.execute(text(REDACTOR.replace(":", "\\:")))
 
 
 def downgrade() -> None:
