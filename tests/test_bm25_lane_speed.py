@@ -26,10 +26,10 @@ def _load_released_lane(sql) -> None:
     sql.execute(lane.replace("dna.bm25_lane", "released.bm25_lane"))
 
 
-def _lane(sql, schema: str, query: str, tenant: str, k: int | None, kinds, budget, exhaustive=False):
+def _lane(sql, schema: str, query: str, tenant: str, k: int | None, kinds, budget, exhaustive=False, candidates=None):
     return sql.execute(
         f"SELECT doc_id, score, exact FROM {schema}.bm25_lane('z', %s, %s, dna.bm25_terms(%s, 'simple'), 1.2, 0.4, %s, %s, "
-        "%s, %s) ORDER BY score DESC, doc_id", (MODEL, tenant, query, k, kinds, budget, exhaustive)).fetchall()
+        "%s, %s, false, %s) ORDER BY score DESC, doc_id", (MODEL, tenant, query, k, kinds, budget, exhaustive, candidates)).fetchall()
 
 
 def _same(got, want):
@@ -44,9 +44,10 @@ def _compare_everything(sql) -> int:
             for q in QUERIES:
                 for budget in (1, 10, 60, 300, None):
                     for k in (1, 5, 10):
-                        want = _lane(sql, "released", q, tenant, k, kinds, budget)
-                        _same(_lane(sql, "dna", q, tenant, k, kinds, budget), want)
-                        checked += bool(want)
+                        for cand in (None, 3, 20):   # small C: the first chunks hold more than C (cut floor)
+                            want = _lane(sql, "released", q, tenant, k, kinds, budget, candidates=cand)
+                            _same(_lane(sql, "dna", q, tenant, k, kinds, budget, candidates=cand), want)
+                            checked += bool(want)
                 _same(_lane(sql, "dna", q, tenant, None, kinds, None), _lane(sql, "released", q, tenant, None, kinds, None))
                 _same(_lane(sql, "dna", q, tenant, 10, kinds, None, True), _lane(sql, "released", q, tenant, 10, kinds, None, True))
     return checked

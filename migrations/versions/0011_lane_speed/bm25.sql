@@ -282,6 +282,7 @@ DECLARE
     rarest bigint;
     mem bigint;                  -- memtable postings of the query terms that a Kind filter leaves
     plain boolean;               -- no memtable posting, tombstone or shadowed row to merge or filter
+    floor_acc float8;            -- a lower bound of the (C+1)-th partial sum (plain budgeted path)
     spent integer;
     docs bigint[];
     accs float8[];
@@ -452,6 +453,22 @@ BEGIN
     --    most of the lane's time (~0.5 us per document read): every posting the budget reads is
     --    a competitive one, so none can be skipped before it.
     IF plain THEN
+        -- The top C + 1 cut copies every document it sees into a heap; most can be left out first.
+        -- The postings of one chunk are distinct documents, each with a partial sum at least its
+        -- contribution there, so the (C+1)-th contribution of a first chunk (impact ranks 1..256)
+        -- is a lower bound of the (C+1)-th partial sum: documents below it cannot be in the cut
+        -- (~5% of them pass at 1M). The cut itself is unchanged.
+        SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
+        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w) AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
+        JOIN dna.dna_bm25_chunks AS c
+          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+        CROSS JOIN LATERAL (
+            SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
+                                    / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
+                             FROM unnest(c.postings[1:ch.take]) AS x (p)) AS y
+            ORDER BY y.v DESC OFFSET cand LIMIT 1) AS k
+        WHERE ch.chunk = 0 AND ch.take > cand;
         SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
         INTO docs, accs
         FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
@@ -464,6 +481,7 @@ BEGIN
                       ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
                      AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
               GROUP BY 1
+              HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
               ORDER BY 2 DESC, 1
               LIMIT cand + 1) AS acc;
     ELSE
