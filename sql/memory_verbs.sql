@@ -250,6 +250,10 @@ DECLARE
     failed jsonb := '[]'::jsonb;
     tbl regclass;
     result jsonb;
+    cfg regconfig;
+    past_keys text[] := '{}';
+    past_names jsonb := '[]'::jsonb;
+    past_cands jsonb := '[]'::jsonb;
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -337,6 +341,61 @@ BEGIN
             FROM ranked AS rk)
     INTO truncated, cands;
 
+    IF as_of IS NOT NULL THEN
+        -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
+        -- today's (a version was recorded after as_of) leave the candidates above (their search rows
+        -- hold today's text) and are ranked by their text then, in a lexical lane of their own:
+        -- ts_rank of that text against the query's lexemes, RRF 1/(60 + rank), ranked_by past_text.
+        cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
+        WITH moved AS (
+            SELECT DISTINCT v.kind, v.api_version, v.name, v.tenant FROM dna.dna_versions AS v
+            WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
+        ), past AS (
+            SELECT m.kind, m.name, m.tenant, b.spec, b.valid_at, b.version, b.created_at AS recorded,
+                   dna.memory_text(m.kind, b.spec) AS body
+            FROM moved AS m
+            JOIN dna.dna_instances AS i ON i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
+                                       AND i.name = m.name AND i.tenant = m.tenant
+            JOIN LATERAL (SELECT v.spec, v.valid_at, v.version, v.created_at FROM dna.dna_versions AS v
+                          WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
+                            AND v.name = m.name AND v.tenant = m.tenant AND v.created_at <= as_of
+                          ORDER BY v.version DESC LIMIT 1) AS b ON true
+            WHERE dna.memory_text(m.kind, b.spec) IS DISTINCT FROM dna.memory_text(m.kind, i.spec)
+        ), matched AS (
+            SELECT p.*, ts_rank(to_tsvector(cfg, p.body), dna.lexical_query(query, cfg)) AS lr
+            FROM past AS p
+            WHERE NOT blank AND to_tsvector(cfg, p.body) @@ dna.lexical_query(query, cfg)
+        ), scored AS (
+            SELECT m.*, 1.0::float8 / (60 + row_number() OVER (ORDER BY m.lr DESC, m.name COLLATE "C", m.kind COLLATE "C")) AS sscore,
+                   CASE WHEN m.kind = 'Engram' THEN dna.memory_retention(m.spec, world) END AS retention
+            FROM matched AS m
+            WHERE (m.valid_at IS NULL OR m.valid_at @> world) AND dna.currently_valid(m.spec ->> 'valid_to', world)
+        ), ranked AS (
+            SELECT sc.*, CASE WHEN sc.retention IS NULL THEN sc.sscore
+                              ELSE sc.sscore * greatest(0.05, sc.retention) * dna.affect_factor(sc.spec ->> 'affect') END AS rescored
+            FROM scored AS sc
+        )
+        SELECT coalesce((SELECT array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant) FROM past AS p), '{}'),
+               (SELECT coalesce(jsonb_agg(DISTINCT to_jsonb(p.name)), '[]'::jsonb) FROM past AS p),
+               (SELECT coalesce(jsonb_agg(jsonb_build_object('x', dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
+                       'key', r.name || chr(31) || r.kind || chr(31) || r.tenant,
+                       'scope', scope, 'kind', r.kind, 'name', r.name, 'tenant', r.tenant,
+                       'personal', starts_with(r.tenant, 'personal:'),
+                       'score', r.rescored, 'search_score', r.sscore, 'retention', round(r.retention::numeric, 4),
+                       'snippet', left(r.body, 240), 'ranked_by', 'past_text',
+                       'recorded_at', dna.iso8601(r.recorded), 'as_of_version', r.version)), r.spec), 'spec', r.spec)), '[]'::jsonb)
+                FROM ranked AS r)
+        INTO past_keys, past_names, past_cands;
+        IF cardinality(past_keys) > 0 THEN
+            cands := coalesce((SELECT jsonb_agg(e.value ORDER BY (e.value -> 'x' ->> 'score')::float8 DESC,
+                                                e.value -> 'x' ->> 'name' COLLATE "C", e.value -> 'x' ->> 'kind' COLLATE "C",
+                                                e.value -> 'x' ->> 'tenant' COLLATE "C")
+                               FROM (SELECT c.value FROM jsonb_array_elements(cands) AS c
+                                     WHERE NOT (c.value -> 'x' ->> 'key') = ANY (past_keys)
+                                     UNION ALL SELECT p.value FROM jsonb_array_elements(past_cands) AS p) AS e), '[]');
+        END IF;
+    END IF;
+
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
 
     IF semantic_on AND jsonb_array_length(hits) > 0 THEN
@@ -351,6 +410,7 @@ BEGIN
              JOIN %s AS t ON t.scope = $3 AND t.model_id = $4 AND t.kind = c.kind AND t.name = c.name
                          AND t.tenant = c.tenant AND t.embedding IS NOT NULL', tbl)
             INTO sem USING query_embedding, hits, scope, model_id;
+        sem := sem - past_keys;                            -- a stored vector embeds today's text, not the past's
         engrams := coalesce((SELECT jsonb_agg(jsonb_build_object('key', e.value -> 'x' ->> 'key',
                                                                  'name', e.value -> 'x' ->> 'name',
                                                                  'spec', e.value -> 'spec') ORDER BY e.ord)
@@ -407,6 +467,7 @@ BEGIN
     IF as_of IS NOT NULL THEN
         -- Erased memories (dna.redact) that existed at as_of cannot be ranked: their text is gone.
         result := result || jsonb_build_object('as_of', dna.iso8601(as_of), 'as_of_truncated', truncated,
+            'as_of_past_text', past_names,
             'as_of_redacted', (SELECT coalesce(jsonb_agg(to_jsonb(i.name) ORDER BY i.name COLLATE "C"), '[]'::jsonb)
                                FROM dna.dna_instances AS i
                                WHERE i.scope = scope AND i.kind = ANY (kinds) AND dna.is_redacted(i.spec)
@@ -437,7 +498,11 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
 'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
 'model_id, degraded, semantic, now, hits, reconsolidated[, reconsolidation_errors][, as_of, '
-'as_of_truncated, as_of_redacted (memories of the scope erased by dna.redact that existed at as_of)]}. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
+'as_of_truncated, as_of_past_text, as_of_redacted (memories of the scope erased by dna.redact that existed at '
+'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
+'its search row, which holds today''s): ts_rank of the past text against the query''s lexemes (the scope''s '
+'regconfig), search_score 1/(60 + rank) in that lane, no dense lane (its vector embeds today''s text), the hit '
+'marked ranked_by = past_text; as_of_past_text names every such memory. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)

@@ -18,6 +18,10 @@ stamped in this transaction, and a DELETE of a version the Kind's retention keep
 back, a stored valid_to from being lifted or moved except by a revival (55000), a memory's key from
 changing (42501); DELETE of every memory Kind is refused (23001), not only of Engram.
 
+``as_of`` reads the past's text: ``dna.recall(…, as_of)`` ranks a memory whose text believed at
+``as_of`` differs from today's by that text (index ``dna_versions_scope_created`` finds them) and
+names them in ``as_of_past_text``.
+
 Erasure: ``memory_erasure.sql`` (``dna.redact``, ``dna.may_redact``, ``dna.is_redacted``) turns a
 memory into a tombstone and removes its text from every version, search row and the lexical index;
 members of the role ``dna_redactor`` (created here if missing, NOLOGIN; a DBA grants it) may redact,
@@ -60,6 +64,8 @@ def _added_functions() -> list[str]:
 
 
 APPEND_ONLY = """
+CREATE INDEX dna_versions_scope_created ON dna.dna_versions (scope, created_at);
+COMMENT ON INDEX dna.dna_versions_scope_created IS 'The versions of a scope recorded after an instant (an as_of recall ranks those memories by their past text).';
 CREATE TRIGGER dna_versions_append_only BEFORE INSERT OR UPDATE OR DELETE ON dna.dna_versions
     FOR EACH ROW EXECUTE FUNCTION dna.versions_append_only();
 COMMENT ON TRIGGER dna_versions_append_only ON dna.dna_versions IS
@@ -89,6 +95,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP TRIGGER dna_versions_append_only ON dna.dna_versions")
+    op.execute("DROP INDEX dna.dna_versions_scope_created")
     added = _added_functions()
     if added:
         op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
