@@ -39,8 +39,10 @@ def _engine():
 
 def run_offline() -> None:
     # --sql: only the dialect matters; nothing connects.
+    # paramstyle "named": the printed SQL keeps '%' as written (format('%I'), LIKE 'personal:%'), so
+    # the script runs as printed; the revisions escape every ':' (sql_files.read_sql).
     context.configure(dialect_name="postgresql", literal_binds=True, version_table=VERSION_TABLE, version_table_schema="public",
-                      transaction_per_migration=False)
+                      transaction_per_migration=False, dialect_opts={"paramstyle": "named"})
     with context.begin_transaction():
         context.execute(LOCK_SQL)
         context.run_migrations()

@@ -53,6 +53,19 @@ def test_sql_mode_prints_reviewable_sql_and_runs_nothing(empty_dsn):
     assert dna_objects(empty_dsn)[:3] == (0, 0, 0)
 
 
+def test_sql_mode_output_runs_as_printed_and_gives_the_head(empty_dsn, dna_dsn):
+    # What a DBA reviews is what a DBA runs: the script, applied by hand, builds the same schema.
+    script = migrate.upgrade("postgresql://nobody@127.0.0.1:1/none", sql=True)
+    assert "%%" not in script
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(script)
+        assert migrate.current(conn) == migrate.head()
+    assert dna_objects(empty_dsn) == dna_objects(dna_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("SELECT dna.index_document('s', 'Doc', 'n', 'rank fusion', NULL, 'dna-fake-hash-v1')")
+        assert conn.execute("SELECT name FROM dna.search('s', 'fusion', NULL, 'dna-fake-hash-v1')").fetchall() == [("n",)]
+
+
 def test_sql_mode_needs_no_server():
     text = migrate.upgrade("postgresql://nobody@127.0.0.1:1/none", sql=True)
     assert "CREATE SCHEMA IF NOT EXISTS dna" in text
