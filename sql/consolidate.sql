@@ -65,9 +65,22 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     result jsonb;
+    dup text;
 BEGIN
     IF overlap_floor IS NULL OR overlap_floor < 0 OR overlap_floor > 1 OR overlap_floor = 'NaN'::float8 THEN
         RAISE EXCEPTION 'merge_overlap_floor must be between 0 and 1, got %', overlap_floor USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(members) IS DISTINCT FROM 'array' AND members IS NOT NULL THEN
+        RAISE EXCEPTION 'members must be a list of {name, spec} objects, got %', jsonb_typeof(members) USING ERRCODE = '22023';
+    END IF;
+    SELECT e.value ->> 'name' INTO dup
+    FROM jsonb_array_elements(coalesce(members, '[]'::jsonb)) AS e
+    WHERE coalesce(e.value ->> 'name', '') <> ''
+    GROUP BY e.value ->> 'name' HAVING count(*) > 1
+    ORDER BY (e.value ->> 'name') COLLATE "C" LIMIT 1;
+    IF dup IS NOT NULL THEN
+        RAISE EXCEPTION 'members must have distinct names: % is given more than once', quote_literal(dup)
+            USING ERRCODE = '22023';
     END IF;
     WITH m AS MATERIALIZED (
         SELECT e.value ->> 'name' AS name, coalesce(e.value -> 'spec', '{}'::jsonb) AS spec,
@@ -144,7 +157,8 @@ COMMENT ON FUNCTION dna.merge_candidates(jsonb, double precision, timestamptz) I
 'ordered by its smallest name: {names, canonical (dna.canonical_name at now), superseded, overlap '
 '(best pair), pairs[{a, b, overlap (4 places), shared_terms (up to 12, sorted)}], strategy: '
 'supersede, proposed_spec (the canonical''s spec with the group''s tags unioned), proposed_text, '
-'synthesized: false}. Proposals only: nothing is written. Errors: 22023 for a floor outside 0..1. Pure.';
+'synthesized: false}. Proposals only: nothing is written. Errors: 22023 for a floor outside 0..1, members '
+'not a list, or two members of one name. Pure.';
 
 -- ---------------------------------------------------------------------------------------------
 -- Claims and contradictions

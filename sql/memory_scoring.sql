@@ -34,12 +34,14 @@ RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN days_since_recall IS NULL OR days_since_recall <= 0 THEN 1.0::float8
-                ELSE exp(-days_since_recall / greatest(0.1, coalesce(stability_days, 15.0))) END
+                -- exp() below about -745 underflows float8 (an error, not 0): the exponent stops at -700.
+                ELSE exp(greatest(-700.0, -days_since_recall / greatest(0.1, coalesce(stability_days, 15.0)))) END
 $$;
 
 COMMENT ON FUNCTION dna.ebbinghaus_retention(double precision, double precision) IS
 'Ebbinghaus retention R = exp(-t/S), t = days since last recall, S = stability in days (floored '
-'at 0.1). Never recalled (t NULL) or t <= 0 → 1.0. Result in (0, 1]. Pure. Golden: ebbinghaus_retention.';
+'at 0.1); the exponent is floored at -700 (R >= exp(-700) ~ 1e-304, where float8 would underflow). Never '
+'recalled (t NULL) or t <= 0 → 1.0. Result in (0, 1]. Pure. Golden: ebbinghaus_retention.';
 
 CREATE OR REPLACE FUNCTION dna.currently_valid(valid_to text, now timestamptz)
 RETURNS boolean

@@ -99,3 +99,14 @@ def test_no_accepted_spec_breaks_a_read_of_the_scope(sql, fields):
     recall, _, listed, _, _ = _read_everything(sql)
     assert "healthy" in {m["name"] for m in listed["memories"]}
     assert recall["hits"] and "reconsolidation_errors" not in recall, json.dumps(recall)[:2000]
+
+
+def test_merge_candidates_refuses_two_members_of_one_name(sql):
+    members = [{"name": "a", "spec": {"summary": "deploys happen on fridays"}},
+               {"name": "a", "spec": {"summary": "deploys happen on fridays too"}}]
+    with pytest.raises(psycopg.Error) as info:
+        sql.execute("SELECT dna.merge_candidates(%s::jsonb)", (json.dumps(members),))
+    assert info.value.sqlstate == "22023" and "'a'" in str(info.value)
+    members[1]["name"] = "b"
+    got = sql.execute("SELECT dna.merge_candidates(%s::jsonb)", (json.dumps(members),)).fetchone()[0]
+    assert got[0]["names"] == ["a", "b"]

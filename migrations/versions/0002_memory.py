@@ -88,8 +88,9 @@ $$;
 """
 
 
-# memory.sql as released with this revision (0012_first_day replaced it); consolidate.sql is live.
-FROZEN = {"memory.sql": revision}
+# The plane files as released with this revision (0012_first_day replaced memory.sql,
+# 0015_governed_history consolidate.sql).
+FROZEN = {"memory.sql": revision, "consolidate.sql": revision}
 
 
 def upgrade() -> None:
@@ -108,4 +109,4 @@ DROP TRIGGER IF EXISTS dna_instances_after_write ON dna.dna_instances;
 DROP TRIGGER IF EXISTS dna_instances_before_write ON dna.dna_instances;
 """)
     op.execute(drop_plane_functions(["memory.sql"], frozen_in=revision))
-    op.execute(drop_plane_functions(["consolidate.sql"]))
+    op.execute(drop_plane_functions(["consolidate.sql"], frozen_in=revision))

@@ -22,6 +22,9 @@ changing (42501); DELETE of every memory Kind is refused (23001), not only of En
 ``as_of`` differs from today's by that text (index ``dna_versions_scope_created`` finds them) and
 names them in ``as_of_past_text``.
 
+Re-runs ``consolidate.sql``: ``dna.merge_candidates`` refuses (22023) two members of one name
+instead of failing with 21000.
+
 Erasure: ``memory_erasure.sql`` (``dna.redact``, ``dna.may_redact``, ``dna.is_redacted``) turns a
 memory into a tombstone and removes its text from every version, search row and the lexical index;
 members of the role ``dna_redactor`` (created here if missing, NOLOGIN; a DBA grants it) may redact,
@@ -46,9 +49,9 @@ branch_labels = None
 depends_on = None
 
 MEMORY_FILES = ("memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
-                "memory_erasure.sql")
+                "memory_erasure.sql", "consolidate.sql")
 # The texts this revision replaces, as the revision before it runs them.
-PREVIOUS = {"memory.sql": "0012_first_day"}
+PREVIOUS = {"memory.sql": "0012_first_day", "consolidate.sql": "0002_memory"}
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
 
