@@ -25,6 +25,11 @@ names them in ``as_of_past_text``.
 Re-runs ``consolidate.sql``: ``dna.merge_candidates`` refuses (22023) two members of one name
 instead of failing with 21000.
 
+Integrity: ``memory_integrity.sql`` (``dna.verify_integrity(scope, mode)``, ``dna.reconcile(scope,
+action, model_id)``): drift between a scope's records and their search rows, BM25 state, validity
+mirrors, vectors and history, reported; lexical state and validity mirrors rebuilt; what a model_id
+lacks listed for re-embedding.
+
 Erasure: ``memory_erasure.sql`` (``dna.redact``, ``dna.may_redact``, ``dna.is_redacted``) turns a
 memory into a tombstone and removes its text from every version, search row and the lexical index;
 members of the role ``dna_redactor`` (created here if missing, NOLOGIN; a DBA grants it) may redact,
@@ -49,7 +54,7 @@ branch_labels = None
 depends_on = None
 
 MEMORY_FILES = ("memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
-                "memory_erasure.sql", "consolidate.sql")
+                "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql")
 # The texts this revision replaces, as the revision before it runs them.
 PREVIOUS = {"memory.sql": "0012_first_day", "consolidate.sql": "0002_memory"}
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
