@@ -359,6 +359,11 @@ def index(
     compact: Annotated[bool, typer.Option(
         "--compact/--no-compact", help="Afterwards, compact the scope's BM25 index (dna.bm25_compact, "
                                        "its own transaction; it changes no answer).")] = True,
+    passages: Annotated[bool, typer.Option(
+        "--passages/--whole", help="Index long text as passages (~200 tokens; Markdown/RST cut at headings, "
+                                   "plain text at paragraphs): each searched on its own, a hit shows the "
+                                   "part that answers. --whole: one row per document (the embedder reads "
+                                   "its first 256 tokens).")] = True,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
@@ -392,7 +397,8 @@ def index(
         try:
             with _progress_bar() as bar:
                 task = bar.add_task("indexing", total=inputs.count)
-                report = client.index(scope, inputs.records(), batch_size=batch_size, progress=progress)
+                report = client.index(scope, inputs.records(), batch_size=batch_size, progress=progress,
+                                      passages=passages)
         except KeyboardInterrupt:
             record_sources(client.conn, scope, inputs.keys[:written])
             stderr().print(Text(f"interrupted: {written} of {inputs.count} written; re-run to resume",
@@ -418,9 +424,7 @@ def index(
         "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"], "skipped_bad": skipped_bad,
         "compaction": compaction,
     }
-    for report_key in ("passages", "passages_deleted"):
-        if hasattr(report, report_key):
-            summary[report_key] = getattr(report, report_key)
+    summary["passages"], summary["passages_deleted"] = report.passages, report.passages_deleted
     for skipped in stats["skipped_empty"]:
         stderr().print(Text(f"skipped {skipped}: empty file", style="yellow"), soft_wrap=True)
     if as_json:
@@ -432,7 +436,10 @@ def index(
             sources.append(f"{stats['files']} file{'s' if stats['files'] != 1 else ''}")
         if stats["jsonl_records"]:
             sources.append(f"{stats['jsonl_records']} JSONL record{'s' if stats['jsonl_records'] != 1 else ''}")
-        out.print(f"indexed {inputs.count} documents ({', '.join(sources)}) into scope "
+        docs = f"{inputs.count} document{'s' if inputs.count != 1 else ''}"
+        rows = f", {report.passages} passage{'s' if report.passages != 1 else ''}" \
+            if report.passages != inputs.count else ""
+        out.print(f"indexed {docs}{rows} ({', '.join(sources)}) into scope "
                   f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
         out.print(f"  inserted {report.inserted} · updated {report.updated} · "
                   f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)

@@ -23,7 +23,7 @@ from pydna.cli_common import (EmbedderName, EmbedderOpt, announce_embedder, echo
 
 #: Lines of snippet per hit in the readable output.
 SNIPPET_LINES = 3
-_MARK = re.compile(r"\*\*(.+?)\*\*")
+_MARK = re.compile(r"«(.+?)»")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 
@@ -107,8 +107,11 @@ def _hit_head(rank: int, h, width: int) -> Text:
     parts = [h.name]
     if h.title and h.title not in (h.name, h.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
         parts.append(h.title)
-    if getattr(h, "heading", None) and h.heading != h.title:
-        parts.append(h.heading)
+    heading = getattr(h, "heading", None)
+    if heading and h.title and heading.startswith(h.title + " > "):
+        heading = heading[len(h.title) + 3:]              # a Markdown file's H1 is its title, shown already
+    if heading and heading != h.title:
+        parts.append(heading)
     line = f"{rank:>2}. " + " · ".join(" ".join(p.split()) for p in parts)
     if h.kind not in ("Doc",):
         line += f" [{h.kind}]"
@@ -132,7 +135,7 @@ def _hit_text(h) -> str:
 
 
 def _marked(line: str) -> Text:
-    """A line of snippet with the ``**marked**`` words of a highlight in bold (the marks dropped)."""
+    """A line of snippet with the ``«marked»`` words of a highlight in bold (the marks dropped)."""
     text = Text(style="dim")
     pos = 0
     for m in _MARK.finditer(line):

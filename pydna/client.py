@@ -111,7 +111,7 @@ class Hit:
     heading: str | None = None  # its heading path ("Install > From source")
     char_start: int | None = None  # its span in the document's text (characters; None: whole document)
     char_end: int | None = None
-    highlight: str | None = None  # the passage around the query's words, matches marked **like this**
+    highlight: str | None = None  # the passage around the query's words, matches marked «like this»
 
 
 @dataclass
@@ -203,7 +203,9 @@ def _rows(record: Record, splitter) -> list[_Row]:
     parts = splitter.split(record.body, record.format or text_format(record.name))
     if len(parts) <= 1:
         return [_Row(record, record.body)]
-    return [_Row(record, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
+    # A passage's snippet is its own start (the record's snippet describes the whole text).
+    whole = Record(record.kind, record.name, record.body, record.title, record.tenant, None, record.format)
+    return [_Row(whole, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
 
 
 class Client:

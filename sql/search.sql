@@ -370,14 +370,16 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    -- A Kind filter naming a Kind with no documents here is most often a typo: say which, and which
-    -- Kinds there are (one index probe per Kind asked; the list only when one is missing).
+    -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
+    -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
     IF kinds IS NOT NULL THEN
         EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
                         WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
                                           AND t.tenant IN ('''', $3) AND t.model_id = $4)', tbl)
             INTO missing USING scope, kinds, tenant, model_id;
-        IF missing IS NOT NULL THEN
+        -- Only when no Kind asked for has documents (the answer is then empty): a list of Kinds of
+        -- which some are empty here (dna.recall's memory Kinds) is no typo.
+        IF cardinality(missing) = cardinality(ARRAY(SELECT DISTINCT q.k FROM unnest(kinds) AS q(k))) THEN
             RAISE NOTICE 'no documents of kind % in scope % (model_id %); kinds there: %',
                 array_to_string(missing, ', '), quote_literal(scope), quote_literal(model_id),
                 dna.scope_kinds_text(scope, model_id, tbl)
@@ -480,8 +482,8 @@ BEGIN
                 f.passage, doc.heading, doc.char_start, doc.char_end,
                 CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
                       AND coalesce($20, doc.char_start IS NOT NULL)
-                     THEN ts_headline(doc.ts_config, doc.body, $19::tsquery,
-                                      ''StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'')
+                     THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
+                                      ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
                 END
          FROM best AS f
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
@@ -515,7 +517,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'dna.index_documents) and RRF fuses passages; by default each document answers once, by its best fused '
 'passage (MaxP), whose passage ordinal, heading, char_start/char_end (span in the parent''s text) and snippet '
 'the hit carries; passages => true answers every passage (a document may then appear several times). '
-'highlight: that passage''s text around the query''s lexemes, matches marked **like this** (ts_headline, up '
+'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline, up '
 'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
 'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. NOTICEs (SQLSTATE 02000): a '
-'scope with no documents (naming the nearest scopes), a model_id with none there, a kinds entry with none there.';
+'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there.';

