@@ -30,6 +30,7 @@ from pydna.cli_common import ENV_DSN, CliError, CliState, cli_state, describe_er
 from pydna.cli_db import db_app
 from pydna.cli_index import index, markdown_snippet, markdown_title  # noqa: F401  (re-exported)
 from pydna.cli_search import recall, scopes
+from pydna.cli_reindex import reindex
 
 
 #: The ClickException of the click that typer runs (its own copy from typer 0.26 on, the click
@@ -85,6 +86,7 @@ app.command("index")(index)
 app.command("recall")(recall)
 app.command("search", help="Alias of `dna recall`: hybrid search in one scope.")(recall)
 app.command("scopes")(scopes)
+app.command("reindex")(reindex)
 
 
 # ---------------------------------------------------------------------------------------------
