@@ -211,7 +211,7 @@ AS $$
                WHEN 'boolean' THEN value #>> '{}'
                WHEN 'number' THEN CASE WHEN (value #>> '{}')::numeric = trunc((value #>> '{}')::numeric)
                                        THEN trunc((value #>> '{}')::numeric)::text
-                                       ELSE ((value #>> '{}')::float8)::text END
+                                       ELSE dna.json_number(value)::text END
                WHEN 'string' THEN lower(btrim(value #>> '{}'))
                ELSE NULL END
 $$;

@@ -28,6 +28,22 @@
 -- Pure scoring (conformance: memory-scoring.json)
 -- ---------------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION dna.json_number(value jsonb)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- jsonb numbers are numeric (any size); float8 is not: clamp instead of overflowing, so a value
+    -- stored before the door checked it (0015_governed_history) cannot break a read of its scope.
+    SELECT CASE WHEN jsonb_typeof(value) = 'number' THEN
+               CASE WHEN abs((value #>> '{}')::numeric) > 1e300 THEN sign((value #>> '{}')::numeric)::float8 * 1e300
+                    WHEN abs((value #>> '{}')::numeric) < 1e-300 THEN 0.0::float8
+                    ELSE (value #>> '{}')::numeric::float8 END END
+$$;
+
+COMMENT ON FUNCTION dna.json_number(jsonb) IS
+'A JSON number as double precision, clamped to ±1e300 (magnitudes below 1e-300 → 0) instead of '
+'overflowing; NULL when value is not a number. Pure.';
+
 CREATE OR REPLACE FUNCTION dna.ebbinghaus_retention(stability_days double precision,
                                                     days_since_recall double precision)
 RETURNS double precision
@@ -61,7 +77,7 @@ RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE jsonb_typeof(spec -> 'confidence_score')
-               WHEN 'number' THEN (spec ->> 'confidence_score')::float8
+               WHEN 'number' THEN dna.json_number(spec -> 'confidence_score')
                WHEN 'boolean' THEN CASE WHEN (spec -> 'confidence_score')::boolean THEN 1.0 ELSE 0.0 END
                WHEN 'string' THEN CASE lower(spec ->> 'confidence_score')
                                       WHEN 'faint' THEN 1.0 WHEN 'firm' THEN 3.0 WHEN 'burning' THEN 5.0
@@ -84,15 +100,15 @@ BEGIN
         RETURN 15.0;
     END IF;
     IF jsonb_typeof(spec -> 'engram_stability_days') = 'number'
-       AND (spec ->> 'engram_stability_days')::float8 > 0 THEN
-        RETURN (spec ->> 'engram_stability_days')::float8;
+       AND dna.json_number(spec -> 'engram_stability_days') > 0 THEN
+        RETURN dna.json_number(spec -> 'engram_stability_days');
     END IF;
     CASE jsonb_typeof(spec -> 'confidence_score')
     WHEN 'string' THEN
         RETURN CASE lower(spec ->> 'confidence_score')
                    WHEN 'faint' THEN 5.0 WHEN 'firm' THEN 15.0 WHEN 'burning' THEN 45.0 ELSE 15.0 END;
     WHEN 'number' THEN
-        s := (spec ->> 'confidence_score')::float8;
+        s := dna.json_number(spec -> 'confidence_score');
         IF s <= 1.0 THEN
             RETURN 5.0;
         ELSIF s <= 5.0 THEN
@@ -496,7 +512,7 @@ BEGIN
     IF created IS NOT NULL AND now - created <= interval '24 hours' THEN
         score := score + 0.10;                             -- recency
     END IF;
-    IF jsonb_typeof(spec -> 'confidence_score') = 'number' AND (spec ->> 'confidence_score')::float8 > 1.1 THEN
+    IF jsonb_typeof(spec -> 'confidence_score') = 'number' AND dna.json_number(spec -> 'confidence_score') > 1.1 THEN
         score := score + 0.05;                             -- high fidelity
     END IF;
     RETURN score;

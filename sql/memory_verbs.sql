@@ -210,7 +210,7 @@ BEGIN
                     WHERE c.ord > c.n - 50),
                    'last_surfaced', dna.iso8601(now),
                    'surface_count', coalesce(CASE WHEN jsonb_typeof(spec -> 'surface_count') = 'number'
-                                                  THEN (spec ->> 'surface_count')::numeric::bigint END, 0) + 1)
+                                                  THEN least(greatest((spec ->> 'surface_count')::numeric, 0), 1e15)::bigint END, 0) + 1)
             || CASE WHEN jsonb_typeof(spec -> 'confidence_score') = 'number'
                     THEN jsonb_build_object('confidence_score',
                                             round(least(10.0, (spec ->> 'confidence_score')::numeric + 0.05), 3))

@@ -75,3 +75,32 @@ def test_upgrade_from_0014_keeps_answers_and_records_and_downgrades(empty_dsn):
     migrate.upgrade(empty_dsn, "head")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
+
+
+POISON = ['{"summary": "poison one about porto", "confidence_score": 1e400}',
+          '{"summary": "poison two about porto", "surface_count": 1e30}',
+          '{"summary": "poison three about porto", "claims": [{"subject": "office", "predicate": "city", "object": 1e-400}]}']
+
+
+def _reads(conn):
+    conn.execute("SELECT dna.list_memories('team', include_invalid => true)").fetchone()
+    conn.execute("SELECT dna.consolidate('team')").fetchone()
+    return conn.execute("SELECT dna.recall('team', 'porto', k => 10)").fetchone()[0]
+
+
+def test_values_stored_before_the_door_checked_them_no_longer_break_reads(empty_dsn):
+    migrate.upgrade(empty_dsn, "0014_doors")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("SELECT dna.remember('team', '{\"summary\": \"the healthy memory about porto\"}', name => 'healthy')")
+        for i, spec in enumerate(POISON):
+            conn.execute("SELECT dna.remember('team', %s::jsonb, name => %s)", (spec, f"p{i}"))   # accepted at 0014
+        try:
+            _reads(conn)
+            broken = False
+        except psycopg.Error as error:
+            broken = error.sqlstate == "22003"
+        assert broken                                      # the bug the issue measured
+    migrate.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        recall = _reads(conn)
+        assert "healthy" in {h["name"] for h in recall["hits"]} and "reconsolidation_errors" not in recall
