@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Sized
 from datetime import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
@@ -196,16 +196,17 @@ def _over_limit(record: Record) -> bool:
 
 def _rows(record: Record, splitter) -> list[_Row]:
     """The staged rows of one record: its passages (``splitter``: a ``PassageSplitter``; None = whole)."""
-    if splitter is None or splitter.fits(record.body) or _over_limit(record):
+    if splitter is None or _over_limit(record):
         return [_Row(record, record.body)]   # over the limit: whole, so the server refuses it (22001)
     from pydna.passages import text_format
 
+    # split() answers one passage for a text that fits one window: then the record is indexed whole.
     parts = splitter.split(record.body, record.format or text_format(record.name))
     if len(parts) <= 1:
         return [_Row(record, record.body)]
     # A passage's snippet is its own start (the record's snippet describes the whole text).
-    whole = Record(record.kind, record.name, record.body, record.title, record.tenant, None, record.format)
-    return [_Row(whole, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
+    unsnipped = replace(record, snippet=None)
+    return [_Row(unsnipped, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
 
 
 class Client:

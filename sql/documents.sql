@@ -224,7 +224,9 @@ BEGIN
     RETURN QUERY EXECUTE format($sql$
         WITH src AS (
             SELECT u.i::integer AS ord, u.kind, u.name, coalesce(u.passage, 0) AS passage, u.title,
-                   coalesce(u.body, '') AS body, u.snippet, u.heading, u.cs, u.ce,
+                   coalesce(u.body, '') AS body,
+                   coalesce(u.snippet, left(regexp_replace(coalesce(u.body, ''), '\s+', ' ', 'g'), 240)) AS snippet,
+                   u.heading, u.cs, u.ce,
                    CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN u.emb END AS emb,
                    dna.text_hash(u.title, u.body) AS h
             FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[], $11::integer[],
@@ -236,8 +238,7 @@ BEGIN
                         WHEN t.text_hash <> s.h THEN 'updated'
                         WHEN coalesce(s.emb, r.embedding) IS NOT NULL AND t.embedding IS NULL THEN 'embedded'
                         WHEN t.heading IS DISTINCT FROM s.heading OR t.char_start IS DISTINCT FROM s.cs
-                          OR t.char_end IS DISTINCT FROM s.ce OR t.snippet IS DISTINCT FROM
-                             coalesce(s.snippet, left(regexp_replace(s.body, '\s+', ' ', 'g'), 240)) THEN 'moved'
+                          OR t.char_end IS DISTINCT FROM s.ce OR t.snippet IS DISTINCT FROM s.snippet THEN 'moved'
                         ELSE 'unchanged' END AS action,
                    coalesce(s.emb, CASE WHEN t.text_hash = s.h THEN t.embedding END, r.embedding) AS new_emb
             FROM src AS s
@@ -254,7 +255,7 @@ BEGIN
             INSERT INTO %1$s AS t (scope, kind, name, tenant, model_id, passage, text_hash, title, snippet, body,
                                    embedding, ts_config, heading, char_start, char_end)
             SELECT $1, c.kind, c.name, $2, $3, c.passage, c.h, c.title,
-                   coalesce(c.snippet, left(regexp_replace(c.body, '\s+', ' ', 'g'), 240)), c.body, c.new_emb, $10,
+                   c.snippet, c.body, c.new_emb, $10,
                    c.heading, c.cs, c.ce
             FROM cls AS c WHERE c.action <> 'unchanged'
             ORDER BY c.kind, c.name, c.passage
