@@ -239,7 +239,7 @@ COMMENT ON TYPE dna.search_hit IS 'One hit of dna.search: score = RRF; similarit
     for dims in WIDTHS:
         op.execute(_search_table(dims))
     for name in ("embedding.sql", "fusion.sql"):
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (0016 replaced them)
     op.execute(read_sql("search.sql", frozen_in=revision))
 
 

@@ -99,7 +99,7 @@ SCHEMA_COMMENT = ("pydna: hybrid search and agent memory inside PostgreSQL (the 
 def upgrade() -> None:
     # 0001_foundation released a placeholder URL here; databases migrated before get this text too.
     op.execute(f"COMMENT ON SCHEMA dna IS '{SCHEMA_COMMENT}'")
-    op.execute(read_sql("catalog.sql"))  # before memory.sql: its verbs call dna.check_scope / check_kind
+    op.execute(read_sql("catalog.sql", frozen_in=revision))  # before memory.sql: its verbs call dna.check_scope / check_kind
     op.execute(read_sql("memory.sql", frozen_in=MEMORY_FROZEN_IN))
     op.execute(SOURCES)
     op.execute(read_sql("tenancy.sql", frozen_in=TENANCY_FROZEN_IN))
@@ -113,4 +113,4 @@ def downgrade() -> None:
     added = _added_memory_functions()
     if added:
         op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
-    op.execute(drop_plane_functions(["catalog.sql"]))
+    op.execute(drop_plane_functions(["catalog.sql"], frozen_in=revision))

@@ -129,7 +129,7 @@ def upgrade() -> None:
     op.execute(STAGING)
     op.execute(_text(HIT))
     for name in PLANE_FILES:
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (0016 replaced them)
 
 
 def downgrade() -> None:

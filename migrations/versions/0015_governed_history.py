@@ -64,7 +64,7 @@ def _added_functions() -> list[str]:
     """Functions the files this revision runs define that the texts it replaces did not."""
     now: set[str] = set()
     for name in MEMORY_FILES:
-        now |= set(_DEFINED.findall(plane_file(name).read_text(encoding="utf-8")))
+        now |= set(_DEFINED.findall(plane_file(name, revision).read_text(encoding="utf-8")))
     before: set[str] = set()
     for name, frozen_in in PREVIOUS.items():
         before |= set(_DEFINED.findall(plane_file(name, frozen_in).read_text(encoding="utf-8")))
@@ -96,7 +96,7 @@ COMMENT ON ROLE dna_redactor IS 'pydna: members may erase memories with dna.reda
 
 def upgrade() -> None:
     for name in MEMORY_FILES:
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (0016 replaced them)
     op.execute(text(APPEND_ONLY.replace(":", "\\:")))
     op.execute(text(REDACTOR.replace(":", "\\:")))
 

@@ -1,0 +1,523 @@
+-- pydna SQL package — search plane.
+-- Width routing, model registry, and hybrid search (dense KNN + BM25 lexical lane from
+-- sql/bm25.sql, fused by dna.rrf) over passages, answered one hit per document (its best passage)
+-- or per passage; writing documents is sql/documents.sql. Tables come from the alembic revisions;
+-- this file only defines functions.
+
+-- ---------------------------------------------------------------------------------------------
+-- Validation helpers
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.check_tenant(tenant text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF tenant IS NULL OR tenant = '' THEN
+        RETURN '';
+    END IF;
+    IF lower(tenant) LIKE 'personal:%' THEN
+        RAISE EXCEPTION 'tenant %: the prefix ''personal:'' is reserved; personal memory is resolved '
+                        'from the connected identity, never passed as a tenant', quote_literal(tenant)
+            USING ERRCODE = '42501';
+    END IF;
+    IF tenant !~ '^[a-z0-9][a-z0-9._-]{0,62}$' THEN
+        RAISE EXCEPTION 'invalid tenant %: use 1-63 characters of a-z, 0-9, ".", "_", "-", starting '
+                        'with a letter or digit', quote_literal(tenant)
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN tenant;
+END
+$$;
+
+COMMENT ON FUNCTION dna.check_tenant(text) IS
+'Validates a tenant slug and returns it ('''' for NULL/empty = the shared base). Slugs: 1-63 chars '
+'[a-z0-9._-], first a letter or digit. Errors: 42501 for the reserved prefix personal:, 22023 otherwise.';
+
+CREATE OR REPLACE FUNCTION dna.resolve_tenant(tenant text, personal boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    tenant := dna.check_tenant(tenant);                  -- an explicit personal:* tenant is refused (42501)
+    IF to_regprocedure('dna.tenancy_resolve(text,boolean)') IS NULL THEN
+        IF personal THEN                                 -- fail closed before the tenancy revision
+            RAISE EXCEPTION 'personal memory needs an identity, and the identity map is not installed'
+                USING ERRCODE = '42501', HINT = 'Run `dna db upgrade` (revision 0009_tenancy).';
+        END IF;
+        RETURN tenant;
+    END IF;
+    RETURN dna.tenancy_resolve(tenant, coalesce(personal, false));
+END
+$$;
+
+COMMENT ON FUNCTION dna.resolve_tenant(text, boolean) IS
+'The partition a call works in: the validated tenant (dna.check_tenant: personal:* refused with 42501, '
+'bad slugs 22023) when personal is false, after checking workspace membership (dna.tenancy_resolve, '
+'sql/tenancy.sql: 42501 for a non-member); ''personal:<oid>'' of the connected identity when personal '
+'is true (42501 when the role has no identity). The oid is never an argument.';
+
+CREATE OR REPLACE FUNCTION dna.check_key(what text, value text, max_length integer DEFAULT 256)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF value IS NULL OR btrim(value) = '' THEN
+        RAISE EXCEPTION '% is required (got %)', what, coalesce(quote_literal(value), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF length(value) > max_length THEN
+        RAISE EXCEPTION '% is % characters long; the limit is %', what, length(value), max_length
+            USING ERRCODE = '22001';
+    END IF;
+    RETURN value;
+END
+$$;
+
+COMMENT ON FUNCTION dna.check_key(text, text, integer) IS
+'Returns value when it is a non-blank key of at most max_length characters (default 256). '
+'Errors: 22023 when NULL or blank, 22001 when too long; the message names the argument.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Width routing and the model registry
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.search_table(dims integer)
+RETURNS regclass
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    t regclass := to_regclass(format('dna.dna_search_docs_%s', dims));
+BEGIN
+    IF t IS NULL THEN
+        RAISE EXCEPTION 'no search table for embedding width % (widths with a table: %)', dims,
+            (SELECT coalesce(string_agg(w::text, ', ' ORDER BY w), 'none') FROM dna.search_widths() AS w)
+            USING ERRCODE = '42P01',
+                  HINT = format('Write an alembic revision that creates dna.dna_search_docs_%s like the '
+                                'other width tables (see migrations/README.md), then run `dna db upgrade`.',
+                                dims);
+    END IF;
+    RETURN t;
+END
+$$;
+
+COMMENT ON FUNCTION dna.search_table(integer) IS
+'Routes an embedding width to its search table dna.dna_search_docs_<dims>. Errors: 42P01 when no '
+'table exists for that width; the hint names the migration to write. Creates nothing.';
+
+CREATE OR REPLACE FUNCTION dna.search_widths()
+RETURNS SETOF integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT substring(c.relname FROM '^dna_search_docs_(\d+)$')::integer AS w
+    FROM pg_class AS c
+    WHERE c.relnamespace = 'dna'::regnamespace
+      AND c.relkind IN ('r', 'p')
+      AND c.relname ~ '^dna_search_docs_\d+$'
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION dna.search_widths() IS
+'The embedding widths that have a search table, ascending (from the catalog).';
+
+CREATE OR REPLACE FUNCTION dna.register_model(model_id text, dims integer, description text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    known integer;
+BEGIN
+    PERFORM dna.check_key('model_id', model_id, 200);
+    IF dims IS NULL OR dims < 1 THEN
+        RAISE EXCEPTION 'dims must be a positive integer, got %', dims USING ERRCODE = '22023';
+    END IF;
+    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF known <> dims THEN                                 -- a wrong-width vector: 22023 before any 42P01
+        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
+            USING ERRCODE = '22023',
+                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+    END IF;
+    PERFORM dna.search_table(dims);                       -- unknown width: fail before writing
+    INSERT INTO dna.dna_models AS m (model_id, dims, description)
+    VALUES (model_id, dims, description)
+    ON CONFLICT ON CONSTRAINT dna_models_pkey DO NOTHING;
+    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF known <> dims THEN
+        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
+            USING ERRCODE = '22023',
+                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+    END IF;
+    RETURN jsonb_build_object('model_id', model_id, 'dims', known,
+                              'table', dna.search_table(known)::text);
+END
+$$;
+
+COMMENT ON FUNCTION dna.register_model(text, integer, text) IS
+'Registers model_id with its embedding width (idempotent). Returns {model_id, dims, table}. '
+'Errors: 22023 for a blank model_id, dims < 1, or a model_id already registered with another width; '
+'42P01 when no search table exists for that width (nothing is written).';
+
+DROP FUNCTION IF EXISTS dna.model_dims(text);  -- before the scope parameter
+CREATE OR REPLACE FUNCTION dna.model_dims(model_id text, scope text DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    d integer;
+BEGIN
+    PERFORM dna.check_key('model_id', model_id, 200);
+    SELECT m.dims INTO d FROM dna.dna_models AS m WHERE m.model_id = model_id;
+    IF d IS NULL AND scope IS NOT NULL THEN
+        -- A search: most often the caller's embedder is not the one that indexed this scope.
+        RAISE EXCEPTION 'unknown model_id %: nothing was ever indexed with it; model_ids with documents in scope %: %',
+            quote_literal(model_id), quote_literal(scope), dna.scope_models_text(scope)
+            USING ERRCODE = '22023',
+                  HINT = 'Search with the model_id that indexed this scope (dna.scope_models(scope) lists them), '
+                         'or index documents with this model first.';
+    ELSIF d IS NULL THEN
+        RAISE EXCEPTION 'unknown model_id % (registered: %)', quote_literal(model_id),
+            (SELECT coalesce(string_agg(m.model_id || ' (' || m.dims || ')', ', ' ORDER BY m.model_id), 'none')
+             FROM dna.dna_models AS m)
+            USING ERRCODE = '22023',
+                  HINT = 'Index documents with an embedding from that model, or call dna.register_model(model_id, dims).';
+    END IF;
+    RETURN d;
+END
+$$;
+
+COMMENT ON FUNCTION dna.model_dims(text, text) IS
+'The registered embedding width of model_id. Errors: 22023 for an unknown model_id: the message lists the '
+'registered ones, or, given the scope being read, the model_ids with documents in that scope (dna.scope_models).';
+
+-- ---------------------------------------------------------------------------------------------
+-- Text helpers
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.text_hash(title text, body text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT encode(sha256(convert_to(coalesce(title, '') || E'\n' || coalesce(body, ''), 'UTF8')), 'hex')
+$$;
+
+COMMENT ON FUNCTION dna.text_hash(text, text) IS
+'SHA-256 (hex) of title || newline || body: the key that makes indexing idempotent (unchanged text is never re-embedded).';
+
+CREATE OR REPLACE FUNCTION dna.lexical_query(query text, config regconfig DEFAULT 'english')
+RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- OR of the query's lexemes. Lexemes come from to_tsvector, so user text is never parsed as
+    -- tsquery syntax: operators, quotes, URLs and e-mail addresses cannot raise. Each lexeme is
+    -- quoted for the tsquery input syntax (quotes and backslashes escaped). Only stop words → NULL.
+    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ' ORDER BY l)::tsquery
+    FROM unnest(tsvector_to_array(to_tsvector(config, coalesce(query, '')))) AS l
+$$;
+
+COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
+'An OR tsquery of the lexemes of to_tsvector(config, query), so a natural-language question matches '
+'documents holding only some of its words (for tsv @@ matching; dna.search''s lexical lane scores the '
+'same lexemes with BM25, dna.bm25). Never raises on user text (tsquery operators, quotes, URLs, e-mail '
+'addresses); returns NULL when the text has no lexemes (blank or stop words only).';
+
+CREATE OR REPLACE FUNCTION dna.scope_kinds_text(scope text, model_id text, tbl regclass)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    listed text;
+BEGIN
+    -- The distinct Kinds of a scope by a loose index scan (one probe per Kind), at most 20.
+    EXECUTE format('WITH RECURSIVE k AS (
+                        (SELECT t.kind FROM %1$s AS t WHERE t.scope = $1 ORDER BY t.kind LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT t.kind FROM %1$s AS t WHERE t.scope = $1 AND t.kind > k.kind
+                                ORDER BY t.kind LIMIT 1)
+                        FROM k WHERE k.kind IS NOT NULL)
+                    SELECT string_agg(k.kind, '', '' ORDER BY k.kind)
+                    FROM (SELECT k.kind FROM k WHERE k.kind IS NOT NULL LIMIT 20) AS k', tbl)
+        INTO listed USING scope;
+    RETURN coalesce(listed, 'none');
+END
+$$;
+
+COMMENT ON FUNCTION dna.scope_kinds_text(text, text, regclass) IS
+'The Kinds with documents in scope in the search table tbl, as one line for messages (''Doc, Engram'', at '
+'most 20, or ''none''): dna.search names them in its NOTICE when a kinds entry has no documents.';
+
+
+-- ---------------------------------------------------------------------------------------------
+-- Hybrid search
+-- ---------------------------------------------------------------------------------------------
+
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean);  -- before valid_time
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz);  -- before passages (0013_passages)
+CREATE OR REPLACE FUNCTION dna.scope_models(scope text)
+RETURNS TABLE (model_id text, dims integer, documents bigint)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    w integer;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        RETURN QUERY EXECUTE format('SELECT t.model_id, %s, count(*) FILTER (WHERE t.passage = 0)
+                                     FROM dna.%I AS t WHERE t.scope = $1
+                                     GROUP BY t.model_id ORDER BY t.model_id', w, 'dna_search_docs_' || w)
+            USING scope;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION dna.scope_models(text) IS
+'The model_ids that have documents in scope, with their width and document count (documents, not '
+'passages: rows at passage 0 the caller can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
+'(SQLSTATE 02000) when the requested model_id has no documents in the scope.';
+
+CREATE OR REPLACE FUNCTION dna.scope_models_text(scope text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(string_agg(format('%s (%s document%s)', m.model_id, m.documents,
+                                      CASE WHEN m.documents = 1 THEN '' ELSE 's' END), ', ' ORDER BY m.model_id),
+                    'none')
+    FROM dna.scope_models(scope) AS m
+$$;
+
+COMMENT ON FUNCTION dna.scope_models_text(text) IS
+'dna.scope_models(scope) as one line for messages: ''model_id (N documents), …'' by model_id, or ''none''.';
+
+CREATE OR REPLACE FUNCTION dna.search(
+    scope text, query text,
+    query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
+    name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
+    weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
+    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL)
+RETURNS SETOF dna.search_hit
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    dims integer;
+    tbl regclass;
+    cfg record;
+    dense_depth integer;
+    lexical_depth integer;
+    dense_order text;
+    lane_filter text;
+    dense_sql text;
+    terms text[] := '{}';
+    missing text[];
+    retired integer := 0;
+    degraded boolean := query_embedding IS NULL;
+BEGIN
+    scope := dna.check_key('scope', scope, 200);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    IF k IS NULL OR k < 0 OR k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+    END IF;
+    IF candidates IS NOT NULL AND (candidates < 1 OR candidates > 10000) THEN
+        RAISE EXCEPTION 'candidates must be between 1 and 10000, got %', candidates USING ERRCODE = '22023';
+    END IF;
+    IF length(query) > 10000 THEN
+        RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
+    END IF;
+    IF weights IS NOT NULL AND cardinality(weights) <> 2 THEN
+        RAISE EXCEPTION 'weights must hold 2 values (dense, lexical), got %', cardinality(weights)
+            USING ERRCODE = '22023';
+    END IF;
+    dims := dna.model_dims(model_id, scope);              -- model_id is a filter: required, must be known
+    IF query_embedding IS NOT NULL AND vector_dims(query_embedding) <> dims THEN
+        RAISE EXCEPTION 'query_embedding has % dimensions but model_id % is registered with %',
+            vector_dims(query_embedding), quote_literal(model_id), dims USING ERRCODE = '22023';
+    END IF;
+    tbl := dna.search_table(dims);
+    IF coalesce(btrim(query), '') = '' OR k = 0 THEN
+        RETURN;                                          -- a blank query has no hits, and is no error
+    END IF;
+
+    -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in
+    -- values chosen on the SciFact TRAIN split (bench/tune.py; bench/RESULTS.md): each lane fetches
+    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10.
+    SELECT * INTO cfg FROM dna.search_config(scope);
+    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100));
+    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100));
+    weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
+    rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
+    -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
+    -- partition's statistics (an empty term list matches nothing).
+    terms := dna.bm25_terms(query, cfg.ts_config);
+    -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
+    -- the lexical lane computes the statistics itself.
+    IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x
+                   WHERE x.scope = scope AND x.model_id = model_id AND x.tenant IN ('', tenant)) THEN
+        -- Nothing indexed with this model here: say so (psql shows the NOTICE, clients surface it)
+        -- instead of an empty answer that looks like "no match"; a scope with nothing at all is
+        -- most often a typo, so name the nearest scopes that exist.
+        IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x WHERE x.scope = scope) THEN
+            RAISE NOTICE 'scope % has no documents; nearest scopes: %', quote_literal(scope),
+                dna.nearest_scopes_text(scope, 3)        -- sql/catalog.sql
+                USING ERRCODE = '02000';
+        ELSE
+            RAISE NOTICE 'no documents for model_id % in scope %; model_ids with documents there: %',
+                quote_literal(model_id), quote_literal(scope),
+                dna.scope_models_text(scope)
+                USING ERRCODE = '02000';
+        END IF;
+        RETURN;
+    END IF;
+    -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
+    -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
+    IF kinds IS NOT NULL THEN
+        EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
+                        WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
+                                          AND t.tenant IN ('''', $3) AND t.model_id = $4)', tbl)
+            INTO missing USING scope, kinds, tenant, model_id;
+        -- Only when no Kind asked for has documents (the answer is then empty): a list of Kinds of
+        -- which some are empty here (dna.recall's memory Kinds) is no typo.
+        IF cardinality(missing) = cardinality(ARRAY(SELECT DISTINCT q.k FROM unnest(kinds) AS q(k))) THEN
+            RAISE NOTICE 'no documents of kind % in scope % (model_id %); kinds there: %',
+                array_to_string(missing, ', '), quote_literal(scope), quote_literal(model_id),
+                dna.scope_kinds_text(scope, model_id, tbl)
+                USING ERRCODE = '02000';
+        END IF;
+    END IF;
+
+    -- Validity at valid_time: documents of memories out of force then (forgotten, or valid from a
+    -- later time) are left out of both lanes. The lexical lane cuts its scores before it can look at
+    -- documents, so it keeps that many more (two partial-index scans count them; usually few).
+    IF valid_time IS NOT NULL THEN
+        EXECUTE format('SELECT count(*) FROM (
+                            SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                              AND t.valid_at IS NOT NULL AND NOT upper_inf(t.valid_at) AND NOT (t.valid_at @> $3)
+                            UNION
+                            SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                              AND t.valid_at IS NOT NULL AND lower(t.valid_at) > $3) AS r', tbl)
+            INTO retired USING scope, model_id, valid_time;
+    END IF;
+
+    -- Filters, applied inside each lane so that neither starves the fused list.
+    -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
+    -- (With the base tenant '' the overlay is just t.tenant = '': a simpler plan for the common case.)
+    lane_filter := format(
+        't.scope = $1 AND t.model_id = $2
+         AND ($5::text[] IS NULL OR t.kind = ANY ($5))
+         AND ($7::text IS NULL OR starts_with(t.name, $7))
+         AND ($17::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $17)
+         AND %s',
+        CASE WHEN tenant = '' THEN 't.tenant = '''''
+             ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
+                SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
+                 AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl) END);
+
+    IF query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 THEN
+        -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
+        -- filter still yields the candidates. Planner settings are transaction-local.
+        PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
+        PERFORM set_config('hnsw.ef_search', least(greatest(dense_depth, 40), 1000)::text, true);
+        IF dims > 2000 THEN                              -- indexed as halfvec; re-scored below in full precision
+            dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
+        ELSE
+            dense_order := 't.embedding <=> $3';
+        END IF;
+        dense_sql := format(
+            'SELECT c.kind, c.name, c.tenant, c.passage, 1 - (c.embedding <=> $3) AS similarity,
+                    row_number() OVER (ORDER BY c.embedding <=> $3, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
+             FROM (SELECT t.kind, t.name, t.tenant, t.passage, t.embedding FROM %s AS t
+                   WHERE t.embedding IS NOT NULL AND %s
+                   ORDER BY %s LIMIT $4) AS c', tbl, lane_filter, dense_order);
+    ELSE
+        dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant, NULL::integer AS passage,
+                             NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
+    END IF;
+
+    -- Lexical lane: BM25 (dna.bm25_lane, as dna.bm25) over the OR of the query's lexemes; the
+    -- overlay is in the partition (shadowed base rows left out) and the Kind filter is in the
+    -- postings, so the scores are cut at $16 (ties included) before the join to the documents:
+    -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
+    -- starve the lane. Only a name_prefix (a document column) needs every score ($16 NULL).
+    -- The lane's certificate (exact) is carried to every hit.
+    -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
+    -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
+    -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
+    -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
+    -- memory's snippet already is its text's start).
+    RETURN QUERY EXECUTE format(
+        'WITH dense AS MATERIALIZED (%s),
+         lexical AS MATERIALIZED (
+             SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact,
+                    row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage)::integer AS rnk
+             FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c
+             JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
+             WHERE ($7::text IS NULL OR starts_with(d.name, $7))
+               AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
+             ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
+             LIMIT $13
+         ),
+         fused AS (
+             SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
+                    coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
+                    dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) AS score,
+                    d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
+             FROM dense AS d FULL JOIN lexical AS l
+               ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
+         ),
+         best AS (
+             SELECT f.* FROM (
+                 SELECT f.*, row_number() OVER (PARTITION BY f.kind, f.name, f.tenant
+                                                ORDER BY f.score DESC, f.passage) AS nth
+                 FROM fused AS f) AS f
+             WHERE $18 OR f.nth = 1
+             ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage
+             LIMIT $11
+         )
+         SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
+                f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
+                starts_with(f.tenant, ''personal:''),
+                coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true),
+                f.passage, doc.heading, doc.char_start, doc.char_end,
+                CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
+                      AND coalesce($20, doc.char_start IS NOT NULL)
+                     THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
+                                      ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
+                END
+         FROM best AS f
+         JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
+                       AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, tbl, tbl)
+        USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+              weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
+              CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight;
+END
+$$;
+
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean) IS
+'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
+'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
+'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
+'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
+'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
+'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
+'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
+'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
+'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
+'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
+'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
+'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
+'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '
+'of both lanes; documents of other Kinds are always in force; NULL turns the validity filter off. '
+'exact (every hit): true when the lexical lane''s list is provably the exhaustive BM25 ranking (always '
+'for partitions whose query postings fit dna.bm25_lane''s budget; see dna.bm25). '
+'Passages: both lanes rank passage rows (a document indexed whole is its passage 0; see '
+'dna.index_documents) and RRF fuses passages; by default each document answers once, by its best fused '
+'passage (MaxP), whose passage ordinal, heading, char_start/char_end (span in the parent''s text) and snippet '
+'the hit carries; passages => true answers every passage (a document may then appear several times). '
+'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline, up '
+'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
+'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. NOTICEs (SQLSTATE 02000): a '
+'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there.';

@@ -1,0 +1,90 @@
+"""Answers and bounds: text limits that hold, recall that adds to search, search edges, lexical upkeep.
+
+Revision ID: 0016_answers_and_bounds
+Revises: 0015_governed_history
+Create Date: 2026-12-01
+
+Re-runs every plane file whose text differs from the text the revision before it ran
+(``PREVIOUS``: file → the revision whose frozen copy in ``versions/<revision>/`` holds that text),
+in the order a fresh install runs them (``ORDER``). Its schema changes are SQL fragments in
+``versions/0016_answers_and_bounds/``, one pair per concern:
+
+- ``before_<topic>.sql`` run before the plane files (new tables and types; drops of functions whose
+  signature changes, so that ``CREATE OR REPLACE`` does not leave the old overload beside the new);
+- ``after_<topic>.sql`` run after them (grants, comments, backfills that call the new functions);
+- ``undo_<topic>.sql`` run first on downgrade (drops what ``before_``/``after_`` created, and the
+  new-signature functions), before the previous texts are re-run.
+
+The topics and what each changes are listed under "What changed" below.
+
+What changed
+------------
+(each topic appends its paragraph here)
+"""
+import re
+import sys
+from pathlib import Path
+
+from alembic import op
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
+from sql_files import plane_file, read_sql  # noqa: E402
+
+revision = "0016_answers_and_bounds"
+down_revision = "0015_governed_history"
+branch_labels = None
+depends_on = None
+
+# The plane files in the order a fresh install runs them.
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "documents.sql", "search.sql",
+         "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
+         "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql")
+# The texts this revision replaces, as the revision before it runs them.
+PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation", "fusion.sql": "0001_foundation",
+            "bm25.sql": "0013_passages", "documents.sql": "0013_passages", "search.sql": "0013_passages",
+            **{name: "0015_governed_history" for name in ORDER[6:]}}
+_FRAGMENTS = Path(__file__).resolve().parent / revision
+_DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
+
+
+def _text(name: str, frozen_in: str | None = None) -> str:
+    return plane_file(name, frozen_in).read_text(encoding="utf-8")
+
+
+def changed_files() -> list[str]:
+    """The plane files whose text differs from the text the revision before this one ran."""
+    return [name for name in ORDER if _text(name) != _text(name, PREVIOUS[name])]
+
+
+def _fragments(prefix: str) -> list[str]:
+    return sorted(p.name for p in _FRAGMENTS.glob(f"{prefix}_*.sql"))
+
+
+def _added_functions() -> list[str]:
+    """Functions the changed files define that the texts they replace did not."""
+    now: set[str] = set()
+    before: set[str] = set()
+    for name in changed_files():
+        now |= set(_DEFINED.findall(_text(name)))
+        before |= set(_DEFINED.findall(_text(name, PREVIOUS[name])))
+    return sorted(now - before)
+
+
+def upgrade() -> None:
+    for fragment in _fragments("before"):
+        op.execute(read_sql(fragment, frozen_in=revision))
+    for name in changed_files():
+        op.execute(read_sql(name))
+    for fragment in _fragments("after"):
+        op.execute(read_sql(fragment, frozen_in=revision))
+
+
+def downgrade() -> None:
+    for fragment in _fragments("undo"):
+        op.execute(read_sql(fragment, frozen_in=revision))
+    added = _added_functions()
+    if added:
+        op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
+    for name in ORDER:
+        if name in changed_files():
+            op.execute(read_sql(name, frozen_in=PREVIOUS[name]))
