@@ -1,0 +1,361 @@
+"""LoCoMo dev split: does ``dna.recall`` find the evidence turns at least as well as ``dna.search``?
+
+Data and protocol: ``../shared/data/locomo-dev/`` (README there; LoCoMo, Maharana et al., ACL 2024,
+CC BY-NC 4.0, evaluation only). Two conversations (conv-26, conv-30), one scope each:
+
+- every turn is remembered as one Engram through ``dna.remember`` — text ``"<speaker>: <text>"``
+  (trimmed, as ``dna.memory_text`` trims; spec.summary; a turn longer than the summary's 280 characters is cut at its last space before
+  280 and the rest goes to spec.body, so ``dna.memory_text`` is the turn's text exactly), name = its
+  ``dia_id``, ``now`` = its session's date-time (so valid_from and created_at are the session time),
+  embedded by the ONNX provider (all-MiniLM-L6-v2 int8, ``w8a8``) through ``bench/embcache.py``;
+- every question of category 1–4 (5 is adversarial: skipped) is asked with k = 10 at the sample's
+  last session date-time, read-only (``reconsolidate => false``);
+- evidence ids are normalised (``"D8:6; D9:17"`` split, ``D:11:26`` → ``D11:26``, ``D30:05`` →
+  ``D30:5``), ids of turns that do not exist dropped, questions left without evidence skipped
+  (231 scored questions);
+- R@5 / R@10 = the fraction of the question's evidence turns in the top 5 / 10, averaged over
+  questions; any@10 = at least one evidence turn in the top 10.
+
+Systems, each called once per question, interleaved (question by question, every system in turn)
+so that their timings share the machine's load:
+
+- ``recall``: ``dna.recall`` read-only (hybrid: dense + lexical lanes, memory re-rank);
+- ``recall lexical``: ``dna.recall`` without a query embedding;
+- ``recall dense``: ``dna.recall`` with the scope's search weights set to (dense 1, lexical 0)
+  inside a transaction that is rolled back (``dna.set_search_config``; only the recall is timed);
+- ``search``: ``dna.search`` over the same memories (kinds Engram, valid_time = the question's
+  time, no memory logic), and ``search lexical`` / ``search dense`` (weights (1, 0)).
+Extra recall variants (``--recall-variant name=SQL-expression``) are run the same way: a
+variant names a function with ``dna.recall``'s arguments (e.g. a prototype in a scratch schema),
+optionally with extra named arguments, e.g. ``--recall-variant 'nodecay=dna.recall(%(args)s, decay => false)'``.
+
+Also printed for every recall system: the share of its top 10 that came from search-pool places
+11 and beyond (``rank_recall`` > 10 or, when absent, the rank of the hit's ``search_score`` among
+the pool), and how many of those were evidence.
+
+Usage (from the repository root; the embedded server of ``--home`` is started when no ``--dsn``)::
+
+    .venv/bin/python bench/locomo.py [--dsn DSN] [--home /tmp/pydna-locomo] [--reuse]
+        [--systems recall,recall lexical,...] [--recall-variant NAME=EXPR ...]
+        [--out bench/results/locomo.json]
+
+``--reuse`` keeps the database ``dna_bench_locomo`` when it already holds the dev turns (only the
+queries run; the plane functions are those of the database: re-migrate or drop it after changing
+``sql/``). Prints a table per category and overall, p50/p95 per call beside each other, the load
+average, and writes JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+DATA = REPO.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+DATABASE = "dna_bench_locomo"
+K = 10
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SUMMARY_MAX = 280
+
+# Every system is one SQL statement; %(...)s are the question's parameters.
+RECALL_ARGS = ("%(scope)s, %(q)s, %(vec)s, %(model)s, kinds => '{Engram}', k => 10, "
+               "reconsolidate => false, now => %(now)s")
+RECALL_LEX_ARGS = ("%(scope)s, %(q)s, NULL, %(model)s, kinds => '{Engram}', k => 10, "
+                   "reconsolidate => false, now => %(now)s")
+SEARCH_SQL = ("SELECT coalesce(jsonb_agg(jsonb_build_object('name', s.name, 'score', s.score) ORDER BY s.score DESC, "
+              "s.kind, s.name, s.tenant), '[]') FROM dna.search(%(scope)s, %(q)s, {vec}, %(model)s, k => 10, "
+              "kinds => '{{Engram}}', valid_time => %(now)s{weights}) AS s")
+SYSTEMS = {
+    "recall": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall"},
+    "recall lexical": {"sql": "SELECT dna.recall(" + RECALL_LEX_ARGS + ")", "kind": "recall"},
+    "recall dense": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall", "dense_only": True},
+    "search": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=""), "kind": "search"},
+    "search lexical": {"sql": SEARCH_SQL.format(vec="NULL", weights=""), "kind": "search"},
+    "search dense": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=", weights => '{1,0}'"), "kind": "search"},
+}
+
+
+def parse_session_time(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` → an aware UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def normalise_evidence(evidence: list[str]) -> list[str]:
+    """Split ``"D8:6; D9:17"``, ``D:11:26`` → ``D11:26``, ``D30:05`` → ``D30:5`` (README)."""
+    out: list[str] = []
+    for item in evidence:
+        for part in re.split(r"[;,]", item):
+            part = part.strip().replace(" ", "")
+            if not part:
+                continue
+            m = re.fullmatch(r"D:?(\d+):(\d+)", part)
+            if m:
+                part = f"D{int(m.group(1))}:{int(m.group(2))}"
+            out.append(part)
+    return list(dict.fromkeys(out))
+
+
+def split_text(text: str) -> dict:
+    """The spec of one turn: summary (<= 280 chars, cut at a space) and body, joining to ``text``."""
+    if len(text) <= SUMMARY_MAX:
+        return {"summary": text}
+    cut = text.rfind(" ", 0, SUMMARY_MAX + 1)
+    if cut <= 0:
+        cut = SUMMARY_MAX
+        return {"summary": text[:cut], "body": text[cut:]}
+    return {"summary": text[:cut], "body": text[cut + 1:]}
+
+
+def load_samples(path: Path = DATA) -> list[dict]:
+    """Turns and scored questions of each sample."""
+    samples = []
+    for s in json.loads(path.read_text(encoding="utf-8")):
+        conv = s["conversation"]
+        sessions = sorted((int(m.group(1)), key) for key in conv
+                          if (m := re.fullmatch(r"session_(\d+)", key)))
+        turns = []
+        for n, key in sessions:
+            at = parse_session_time(conv[f"session_{n}_date_time"])
+            for t in conv[key]:
+                turns.append({"name": t["dia_id"], "text": f"{t['speaker']}: {t['text']}".strip(), "now": at,
+                              "session": n})
+        ids = {t["name"] for t in turns}
+        last = max(t["now"] for t in turns)
+        questions = []
+        for qa in s["qa"]:
+            cat = int(qa["category"])
+            if cat not in CATEGORIES:
+                continue
+            ev = [e for e in normalise_evidence(qa.get("evidence") or []) if e in ids]
+            if not ev:
+                continue
+            questions.append({"q": qa["question"], "category": cat, "evidence": ev, "now": last})
+        samples.append({"sample_id": s["sample_id"], "scope": f"locomo-{s['sample_id']}", "turns": turns,
+                        "questions": questions})
+    return samples
+
+
+def provider(compute: str = "w8a8"):
+    from embcache import CachedEmbedder
+    from pydna.embeddings import OnnxEmbeddingProvider
+
+    return CachedEmbedder(OnnxEmbeddingProvider(compute=compute))
+
+
+def database(server_dsn: str, reuse: bool, samples: list[dict], emb) -> tuple[str, bool]:
+    """The bench database's DSN (migrated to head) and whether it was (re)loaded."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from pydna import migrate
+
+    params = conninfo_to_dict(server_dsn)
+    params["dbname"] = DATABASE
+    dsn = make_conninfo(**params)
+    want = sum(len(s["turns"]) for s in samples)
+    if reuse:
+        try:
+            with psycopg.connect(dsn) as conn:
+                have = conn.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE kind = 'Engram' "
+                                    "AND scope LIKE 'locomo-%%' AND model_id = %s", (emb.model_id,)).fetchone()[0]
+            if have == want:
+                return dsn, False
+        except psycopg.Error:
+            pass
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DATABASE}"')
+    migrate.upgrade(dsn)
+    remember_all(dsn, samples, emb)
+    return dsn, True
+
+
+def remember_all(dsn: str, samples: list[dict], emb) -> None:
+    import psycopg
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("SELECT dna.register_model(%s, %s)", (emb.model_id, emb.dims))
+        for s in samples:
+            specs = [split_text(t["text"]) for t in s["turns"]]
+            texts = [conn.execute("SELECT dna.memory_text('Engram', %s)", (Jsonb(sp),)).fetchone()[0] for sp in specs]
+            assert texts == [t["text"] for t in s["turns"]], "memory_text must be the turn's text"
+            vectors = [Vector([float(x) for x in v]) for v in emb.embed(texts)]
+            with conn.transaction():
+                for t, sp, vec in zip(s["turns"], specs, vectors):   # in conversation order
+                    conn.execute("SELECT dna.remember(%s, %s, name => %s, now => %s, embedding => %s, model_id => %s)",
+                                 (s["scope"], Jsonb(sp), t["name"], t["now"], vec, emb.model_id))
+        emb.flush()
+        conn.execute("VACUUM ANALYZE dna.dna_instances")
+        conn.execute("VACUUM ANALYZE dna.dna_versions")
+        conn.execute(f"VACUUM ANALYZE dna.dna_search_docs_{emb.dims}")
+
+
+def names_of(kind: str, answer) -> tuple[list[str], list[dict]]:
+    hits = answer["hits"] if kind == "recall" else answer
+    return [h["name"] for h in hits], hits
+
+
+def pool_places(hits: list[dict]) -> list[int | None]:
+    """Each hit's place in the search pool recall re-ranked (rank_recall), when the answer says it."""
+    return [h.get("rank_recall") for h in hits]
+
+
+def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: int = 1) -> dict:
+    import psycopg
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+
+    questions = [dict(q, scope=s["scope"], sample=s["sample_id"]) for s in samples for q in s["questions"]]
+    qvecs = emb.embed([q["q"] for q in questions])
+    emb.flush()
+    per: dict[str, list[dict]] = {name: [] for name in systems}
+    times: dict[str, list[float]] = {name: [] for name in systems}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+
+        def call(name: str, spec: dict, params: dict):
+            if spec.get("dense_only"):
+                with conn.transaction(force_rollback=True):
+                    conn.execute("SELECT dna.set_search_config(%s, weights => '{1,0}')", (params["scope"],))
+                    t0 = time.perf_counter()
+                    answer = conn.execute(spec["sql"], params).fetchone()[0]
+                    return answer, time.perf_counter() - t0
+            t0 = time.perf_counter()
+            answer = conn.execute(spec["sql"], params).fetchone()[0]
+            return answer, time.perf_counter() - t0
+
+        for i, (q, vec) in enumerate(zip(questions, qvecs)):
+            params = {"scope": q["scope"], "q": q["q"], "vec": Vector([float(x) for x in vec]),
+                      "model": emb.model_id, "now": q["now"]}
+            if i < 10:                                        # warm-up (plans, caches), not timed
+                for name, spec in systems.items():
+                    call(name, spec, params)
+            for rep in range(repeats):
+                order = list(systems.items())
+                if (i + rep) % 2:
+                    order.reverse()                           # no system always runs first
+                for name, spec in order:
+                    answer, dt = call(name, spec, params)
+                    times[name].append(dt * 1000)
+                    if rep == 0:
+                        got, hits = names_of(spec["kind"], answer)
+                        per[name].append({"got": got, "places": pool_places(hits)})
+    load = os.getloadavg()
+    results = {}
+    for name in systems:
+        rows = []
+        for q, r in zip(questions, per[name]):
+            ev = set(q["evidence"])
+            top5, top10 = r["got"][:5], r["got"][:K]
+            rows.append({"category": q["category"], "r5": len(ev & set(top5)) / len(ev),
+                         "r10": len(ev & set(top10)) / len(ev), "any10": float(bool(ev & set(top10))),
+                         "deep": sum(1 for p in r["places"][:K] if p is not None and p > K),
+                         "deep_evidence": sum(1 for n, p in zip(r["got"][:K], r["places"][:K])
+                                              if p is not None and p > K and n in ev),
+                         "slots": len(top10)})
+        table = {}
+        for cat in list(CATEGORIES) + [0]:
+            sel = [x for x in rows if cat == 0 or x["category"] == cat]
+            label = "overall" if cat == 0 else CATEGORIES[cat]
+            table[label] = {"n": len(sel), **{m: round(statistics.fmean(x[m] for x in sel), 4) for m in ("r5", "r10", "any10")}}
+        slots = sum(x["slots"] for x in rows)
+        deep = sum(x["deep"] for x in rows)
+        ms = sorted(times[name])
+        results[name] = {"scores": table, "per_question": [{"r10": x["r10"]} for x in rows],
+                         "deep_share": round(deep / slots, 4) if slots else None,
+                         "deep_evidence_share": round(sum(x["deep_evidence"] for x in rows) / deep, 4) if deep else None,
+                         "p50_ms": round(statistics.median(ms), 2),
+                         "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 2), "calls": len(ms)}
+    return {"questions": len(questions), "results": results, "load_average_after": [round(x, 2) for x in load]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dsn", default=os.environ.get("DNA_DATABASE_URL"), help="server DSN (a role with CREATEDB)")
+    ap.add_argument("--home", default="/tmp/pydna-locomo", help="embedded server home when no --dsn")
+    ap.add_argument("--reuse", action="store_true", help="keep a loaded dna_bench_locomo database")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of: " + ", ".join(SYSTEMS))
+    ap.add_argument("--recall-variant", action="append", default=[], metavar="NAME=EXPR",
+                    help="an extra recall system: EXPR is a SQL call with %%(args)s for dna.recall's arguments, "
+                         "%%(lexargs)s for them without the query embedding")
+    ap.add_argument("--compute", default="w8a8", choices=("w8a8", "float32"),
+                    help="ONNX compute (docs/embeddings.md): w8a8 (default) or float32")
+    ap.add_argument("--repeats", type=int, default=1, help="timed calls per question and system")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "locomo.json"))
+    args = ap.parse_args(argv)
+
+    samples = load_samples()
+    emb = provider(args.compute)
+    server_dsn = args.dsn
+    if not server_dsn:
+        from pydna import server
+
+        server_dsn = server.start(Path(args.home))
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    dsn, loaded = database(server_dsn, args.reuse, samples, emb)
+    load_s = time.perf_counter() - t0
+    systems = {n.strip(): SYSTEMS[n.strip()] for n in args.systems.split(",") if n.strip()}
+    for item in args.recall_variant:
+        name, _, expr = item.partition("=")
+        dense_only = name.endswith(" dense")
+        systems[name] = {"sql": "SELECT " + expr.replace("%(args)s", RECALL_ARGS).replace("%(lexargs)s", RECALL_LEX_ARGS),
+                         "kind": "recall", "dense_only": dense_only}
+    out = run(dsn, samples, emb, systems, args.repeats)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    labels = list(CATEGORIES.values()) + ["overall"]
+    n_by = {lab: out["results"][next(iter(systems))]["scores"][lab]["n"] for lab in labels}
+    for metric, title in (("r10", "R@10"), ("r5", "R@5"), ("any10", "any@10")):
+        table = Table(title=f"LoCoMo dev ({out['questions']} questions, k = {K}): {title}")
+        table.add_column("system")
+        for lab in labels:
+            table.add_column(f"{lab} ({n_by[lab]})", justify="right")
+        for name, r in out["results"].items():
+            table.add_row(name, *[f"{r['scores'][lab][metric]:.3f}" for lab in labels])
+        console.print(table)
+    table = Table(title="per call (interleaved, same run)")
+    for col in ("system", "p50 ms", "p95 ms", "calls", "top 10 from pool place > 10", "of which evidence"):
+        table.add_column(col, justify="left" if col == "system" else "right")
+    for name, r in out["results"].items():
+        table.add_row(name, f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}", str(r["calls"]),
+                      "-" if r["deep_share"] is None else f"{r['deep_share']:.1%}",
+                      "-" if r["deep_evidence_share"] is None else f"{r['deep_evidence_share']:.1%}")
+    console.print(table)
+    console.print(f"load average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}, after "
+                  f"{', '.join(f'{x:.2f}' for x in out['load_average_after'])} on {os.cpu_count()} CPUs; "
+                  f"{'loaded' if loaded else 'reused'} database in {load_s:.1f} s")
+    payload = {"benchmark": "locomo-dev", "k": K, "model_id": emb.model_id, **out,
+               "systems": {n: s["sql"] for n, s in systems.items()},
+               "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                           "cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before]},
+               "command": "python bench/locomo.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
