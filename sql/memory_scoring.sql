@@ -539,6 +539,53 @@ COMMENT ON FUNCTION dna.ecphory_score(jsonb, text, double precision, timestamptz
 'dna.score_engram with the cue {query} then dna.ecphory_adjust at now: the score recall ranks '
 'ecphory by (it passes at >= 0.30). Pure.';
 
+CREATE OR REPLACE FUNCTION dna.memory_retention(spec jsonb, now timestamptz, decay text)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE decay
+               WHEN 'off' THEN 1.0::float8
+               WHEN 'written' THEN dna.ebbinghaus_retention(
+                   dna.stability_from_spec(spec),
+                   dna.days_since(coalesce(nullif(spec ->> 'last_surfaced', ''), nullif(spec ->> 'last_recall_at', ''),
+                                           nullif(spec ->> 'created_at', ''), nullif(spec ->> 'valid_from', '')), now))
+               ELSE dna.memory_retention(spec, now) END
+$$;
+
+COMMENT ON FUNCTION dna.memory_retention(jsonb, timestamptz, text) IS
+'Retention of a memory at world time now under a decay rule (dna.recall''s decay argument): '
+'''surfaced'' (and any other value) = dna.memory_retention(spec, now), the reference: days since '
+'last_surfaced (or last_recall_at); a memory never surfaced keeps 1.0. ''written'' = the same curve, '
+'but a memory never surfaced decays from when it was written (created_at, else valid_from: its '
+'session time). ''off'' = 1.0. Result in (0, 1]. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.memory_factors(kind text, spec jsonb, query text, now timestamptz,
+                                              decay text DEFAULT 'surfaced',
+                                              OUT factor double precision, OUT retention double precision,
+                                              OUT affect double precision, OUT ecphory double precision)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    -- Content similarity is the hybrid ranking's (dense and lexical lanes, counted once there), so
+    -- the ecphory score takes no cosine here: its semantic path would count the dense lane twice.
+    ecphory := dna.ecphory_score(coalesce(spec, '{}'::jsonb), query, NULL, now);
+    IF kind = 'Engram' AND spec IS NOT NULL AND spec <> '{}'::jsonb THEN
+        retention := dna.memory_retention(spec, now, decay);
+        affect := dna.affect_factor(spec ->> 'affect');
+    END IF;
+    factor := (1.0 + ecphory) * coalesce(greatest(0.05, retention), 1.0) * coalesce(affect, 1.0);
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_factors(text, jsonb, text, timestamptz, text) IS
+'The memory factors dna.recall multiplies a candidate''s hybrid (dna.search) score by: factor = '
+'(1 + ecphory) × max(0.05, retention) × affect. ecphory = dna.ecphory_score(spec, query, NULL, now): the '
+'reference''s cue match (area tokens, the query phrase or all its tokens in summary/title/body) and its '
+'adjustments (× 0.6 after 3+ cues in 24 h, + 0.05 never cued, + 0.10 created within 24 h, + 0.05 numeric '
+'confidence > 1.1), with no cosine: the dense lane already counts it. retention = dna.memory_retention(spec, '
+'now, decay) and affect = dna.affect_factor(spec.affect) for Engrams; NULL (factor 1) for other Kinds. '
+'factor is in [0.05, 3.3]; a factor equal for every candidate leaves the hybrid order unchanged. Pure.';
+
 CREATE OR REPLACE FUNCTION dna.semantic_recall_fusion(hits jsonb, engrams jsonb, query text,
                                                       semantic jsonb, now timestamptz,
                                                       rrf_k double precision DEFAULT 60)
