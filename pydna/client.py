@@ -112,6 +112,9 @@ class Hit:
     char_start: int | None = None  # its span in the document's text (characters; None: whole document)
     char_end: int | None = None
     highlight: str | None = None  # the passage around the query's words, matches marked «like this»
+    dense_exact: bool | None = None  # the dense lane was an exact scan (True) or HNSW (False); None: degraded
+    floor_removed_dense: int | None = None  # candidates min_similarity removed (None: no such floor)
+    floor_removed_lexical: int | None = None  # candidates min_lexical_score removed (None: no such floor)
 
 
 @dataclass
@@ -120,7 +123,7 @@ class SearchResult:
 
     hits: list[Hit]
     degraded: bool
-    model_id: str
+    model_id: str | None  # None: no embedder, and the scope has no documents
     error: str | None = None  # why the query embedding is missing, when degraded
     notices: list[str] = field(default_factory=list)  # what dna.search said (e.g. no documents for model_id)
 
@@ -426,16 +429,26 @@ class Client:
                tenant: str = "", name_prefix: str | None = None, candidates: int | None = None,
                weights: Sequence[float] | None = None, model_id: str | None = None,
                personal: bool = False, valid_time: datetime | None = None,
-               include_retired: bool = False, passages: bool = False) -> SearchResult:
+               include_retired: bool = False, passages: bool = False, offset: int = 0,
+               min_similarity: float | None = None, min_lexical_score: float | None = None,
+               exact: bool | None = None) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
-        there is none or it fails, the answer is lexical only and ``degraded`` is True.
+        there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
+        embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
+        one with the most documents there), as ``Client.memory.recall`` does.
 
         One hit per document, its best passage (``passage``, ``heading``, span, ``highlight``);
-        ``passages=True``: one hit per passage.
+        ``passages=True``: one hit per passage. ``offset``: the hits are ranks offset+1 .. offset+k of
+        one ranking (pages of one size compose). ``min_similarity`` / ``min_lexical_score``: relevance
+        floors of the dense / lexical lane (each hit says how many candidates they removed; an
+        emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
+        (default) does so for scopes of at most 2000 rows, False lets HNSW answer.
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
-        model = model_id or self.model_id
+        if model_id is None and self.embedder is None:
+            model_id = self.conn.execute("SELECT dna.scope_model(%s)", (scope,)).fetchone()[0]
+        model = model_id or (self.embedder.model_id if self.embedder is not None else None)  # None: no documents
         embedding, error = None, None
         if self.embedder is not None and model == self.embedder.model_id and query and query.strip():
             try:
@@ -446,15 +459,21 @@ class Client:
         with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
-                "rank_dense, rank_lexical, personal, passage, heading, char_start, char_end, highlight "
+                "rank_dense, rank_lexical, personal, passage, heading, char_start, char_end, highlight, "
+                "dense_exact, floor_removed_dense, floor_removed_lexical, degraded "
                 "FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
-                "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s)",
+                "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s, "
+                "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  list(weights) if weights else None, personal, include_retired, valid_time,
-                 passages)).fetchall()
+                 passages, offset, min_similarity, min_lexical_score, exact)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
-        return SearchResult(hits=[Hit(*row) for row in rows], degraded=embedding is None and not blank,
+        if rows:
+            degraded = rows[0][-1]  # the server's word: no embedding, or the zero vector
+        else:
+            degraded = not blank and (embedding is None or not any(embedding.to_list()))
+        return SearchResult(hits=[Hit(*row[:-1]) for row in rows], degraded=degraded,
                             model_id=model, error=error, notices=notices)
 
     def delete(self, scope: str, kind: str, name: str, *, tenant: str = "", model_id: str | None = None) -> int:

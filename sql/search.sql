@@ -290,13 +290,29 @@ $$;
 COMMENT ON FUNCTION dna.scope_models_text(text) IS
 'dna.scope_models(scope) as one line for messages: ''model_id (N documents), …'' by model_id, or ''none''.';
 
+CREATE OR REPLACE FUNCTION dna.scope_model(scope text, dims integer DEFAULT NULL)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT m.model_id FROM dna.scope_models(scope) AS m
+    WHERE dims IS NULL OR m.dims = dims
+    ORDER BY m.documents DESC, m.model_id LIMIT 1
+$$;
+
+COMMENT ON FUNCTION dna.scope_model(text, integer) IS
+'The model_id a search of scope reads when the caller names none: the one with the most documents there '
+'(of width dims when given; ties by model_id), NULL when the scope has none. dna.search''s default, and '
+'what Client.search without an embedder searches (lexically).';
+
 CREATE OR REPLACE FUNCTION dna.search(
     scope text, query text,
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     k integer DEFAULT 10, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
     name_prefix text DEFAULT NULL, candidates integer DEFAULT NULL,
     weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
-    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL)
+    valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL,
+    "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
+    min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -310,15 +326,23 @@ DECLARE
     dense_order text;
     lane_filter text;
     dense_sql text;
+    lexical_sql text;
     terms text[] := '{}';
     missing text[];
     retired integer := 0;
-    degraded boolean := query_embedding IS NULL;
+    dense_exact boolean := false;
+    returned bigint;
+    removed_dense bigint;
+    removed_lexical bigint;
+    degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_key('scope', scope, 200);
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+    END IF;
+    IF "offset" IS NULL OR "offset" < 0 OR "offset" > 9000 THEN
+        RAISE EXCEPTION 'offset must be between 0 and 9000, got %', "offset" USING ERRCODE = '22023';
     END IF;
     IF candidates IS NOT NULL AND (candidates < 1 OR candidates > 10000) THEN
         RAISE EXCEPTION 'candidates must be between 1 and 10000, got %', candidates USING ERRCODE = '22023';
@@ -326,11 +350,25 @@ BEGIN
     IF length(query) > 10000 THEN
         RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
     END IF;
-    IF weights IS NOT NULL AND cardinality(weights) <> 2 THEN
-        RAISE EXCEPTION 'weights must hold 2 values (dense, lexical), got %', cardinality(weights)
+    PERFORM dna.check_weights('weights', weights, 2);     -- 2 finite values >= 0 (dense, lexical)
+    IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
+        RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
             USING ERRCODE = '22023';
     END IF;
-    dims := dna.model_dims(model_id, scope);              -- model_id is a filter: required, must be known
+    IF min_lexical_score IS NOT NULL AND NOT (min_lexical_score >= 0 AND min_lexical_score < 'Infinity') THEN
+        RAISE EXCEPTION 'min_lexical_score must be a finite BM25 score >= 0, got %', min_lexical_score
+            USING ERRCODE = '22023';
+    END IF;
+    -- No model_id: the scope's model with the most documents (of the query vector's width), as
+    -- dna.recall picks it, so a caller without an embedder searches the rows the scope was indexed with.
+    model_id := coalesce(model_id, dna.scope_model(scope, vector_dims(query_embedding)));
+    IF model_id IS NULL THEN
+        RAISE NOTICE 'scope % has no documents; nearest scopes: %', quote_literal(scope),
+            dna.nearest_scopes_text(scope, 3)            -- sql/catalog.sql
+            USING ERRCODE = '02000';
+        RETURN;
+    END IF;
+    dims := dna.model_dims(model_id, scope);              -- model_id is a filter: must be known
     IF query_embedding IS NOT NULL AND vector_dims(query_embedding) <> dims THEN
         RAISE EXCEPTION 'query_embedding has % dimensions but model_id % is registered with %',
             vector_dims(query_embedding), quote_literal(model_id), dims USING ERRCODE = '22023';
@@ -342,10 +380,11 @@ BEGIN
 
     -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in
     -- values chosen on the SciFact TRAIN split (bench/tune.py; bench/RESULTS.md): each lane fetches
-    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10.
+    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10. A lane always holds the
+    -- window (offset + k): pages of one size compose (one ranking) while offset + k is within it.
     SELECT * INTO cfg FROM dna.search_config(scope);
-    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100));
-    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100));
+    dense_depth := greatest(coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100)), "offset" + k);
+    lexical_depth := greatest(coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100)), "offset" + k);
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
@@ -414,20 +453,35 @@ BEGIN
                 SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
                  AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl) END);
 
-    IF query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 THEN
+    IF NOT degraded THEN
+        -- The exact rule: exact => true scans every row of the partition (no HNSW); exact => NULL
+        -- (default) does so too when the scope holds at most dna.exact_scan_rows() rows of this
+        -- model (an exact scan is then cheaper than the graph, and the answer cannot change with
+        -- the planner's statistics); otherwise HNSW answers (approximate).
+        IF exact IS NULL THEN
+            EXECUTE format('SELECT count(*) <= dna.exact_scan_rows() FROM (SELECT 1 FROM %s AS t
+                            WHERE t.scope = $1 AND t.model_id = $2 LIMIT dna.exact_scan_rows() + 1) AS r', tbl)
+                INTO dense_exact USING scope, model_id;
+        ELSE
+            dense_exact := exact;
+        END IF;
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
         -- filter still yields the candidates. Planner settings are transaction-local.
         PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
         PERFORM set_config('hnsw.ef_search', least(greatest(dense_depth, 40), 1000)::text, true);
-        IF dims > 2000 THEN                              -- indexed as halfvec; re-scored below in full precision
+        IF dense_exact THEN                              -- an order no index serves: an exact scan, cut
+            dense_order := 'dna.score_round(1 - (t.embedding <=> $3)) DESC, t.kind, t.name, t.tenant, t.passage';  -- by key
+        ELSIF dims > 2000 THEN                           -- indexed as halfvec; re-scored below in full precision
             dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
         ELSE
             dense_order := 't.embedding <=> $3';
         END IF;
+        -- The lane's candidates, cosine rounded (dna.score_round) so that equal cosines order by key.
         dense_sql := format(
-            'SELECT c.kind, c.name, c.tenant, c.passage, 1 - (c.embedding <=> $3) AS similarity,
-                    row_number() OVER (ORDER BY c.embedding <=> $3, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
-             FROM (SELECT t.kind, t.name, t.tenant, t.passage, t.embedding FROM %s AS t
+            'SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
+                    row_number() OVER (ORDER BY c.similarity DESC, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
+             FROM (SELECT t.kind, t.name, t.tenant, t.passage, dna.score_round(1 - (t.embedding <=> $3)) AS similarity
+                   FROM %s AS t
                    WHERE t.embedding IS NOT NULL AND %s
                    ORDER BY %s LIMIT $4) AS c', tbl, lane_filter, dense_order);
     ELSE
@@ -440,28 +494,43 @@ BEGIN
     -- postings, so the scores are cut at $16 (ties included) before the join to the documents:
     -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
     -- starve the lane. Only a name_prefix (a document column) needs every score ($16 NULL).
+    -- Scores are rounded to 12 significant digits (dna.score_round): mathematically equal BM25
+    -- scores that float arithmetic left 1 ulp apart tie, and order by key.
     -- The lane's certificate (exact) is carried to every hit.
+    lexical_sql :=
+        'SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact,
+                row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage)::integer AS rnk
+         FROM (SELECT c.doc_id, dna.score_round(c.score) AS score, c.exact
+               FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c) AS c
+         JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
+         WHERE ($7::text IS NULL OR starts_with(d.name, $7))
+           AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
+         ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
+         LIMIT $13';
+
+    -- Relevance floors (min_similarity on the dense lane, min_lexical_score on the lexical lane)
+    -- remove candidates from their lane after it is ranked (lane ranks keep their meaning); a hit
+    -- may still come from the other lane. Every hit carries how many candidates each floor removed.
     -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
     -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
+    -- The fused score is rounded as the lane scores are; ties order by (kind, name, tenant, passage).
+    -- The answer is the window $22 + 1 .. $22 + k of that one ranking.
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
     RETURN QUERY EXECUTE format(
-        'WITH dense AS MATERIALIZED (%s),
-         lexical AS MATERIALIZED (
-             SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact,
-                    row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage)::integer AS rnk
-             FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c
-             JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-             WHERE ($7::text IS NULL OR starts_with(d.name, $7))
-               AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
-             ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
-             LIMIT $13
-         ),
+        'WITH dense_all AS MATERIALIZED (%s),
+         lexical_all AS MATERIALIZED (%s),
+         dense AS (SELECT * FROM dense_all AS d WHERE $23::float8 IS NULL OR d.similarity >= $23),
+         lexical AS (SELECT * FROM lexical_all AS l WHERE $24::float8 IS NULL OR l.lexical_score >= $24),
+         removed AS (SELECT CASE WHEN $23::float8 IS NOT NULL
+                                 THEN (SELECT count(*) FROM dense_all AS d WHERE d.similarity < $23)::integer END AS dense,
+                            CASE WHEN $24::float8 IS NOT NULL
+                                 THEN (SELECT count(*) FROM lexical_all AS l WHERE l.lexical_score < $24)::integer END AS lexical),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
                     coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
-                    dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) AS score,
+                    dna.score_round(dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10)) AS score,
                     d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
              FROM dense AS d FULL JOIN lexical AS l
                ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
@@ -473,40 +542,72 @@ BEGIN
                  FROM fused AS f) AS f
              WHERE $18 OR f.nth = 1
              ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage
-             LIMIT $11
+             LIMIT $11 OFFSET $22
          )
          SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
                 f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
                 starts_with(f.tenant, ''personal:''),
-                coalesce((SELECT bool_and(x.exact) FROM lexical AS x), true),
+                coalesce((SELECT bool_and(x.exact) FROM lexical_all AS x), true),
                 f.passage, doc.heading, doc.char_start, doc.char_end,
                 CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
                       AND coalesce($20, doc.char_start IS NOT NULL)
                      THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
                                       ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
-                END
+                END,
+                CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical
          FROM best AS f
+         CROSS JOIN removed AS r
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, tbl, tbl)
+         ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, lexical_sql, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
-              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight;
+              coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
+              dense_exact, "offset", min_similarity, min_lexical_score;
+    GET DIAGNOSTICS returned = ROW_COUNT;
+    -- An empty answer under a floor is "nothing known above the floor", not "no documents": say
+    -- how many candidates each floor removed (the hits carry the counts when there are hits).
+    IF returned = 0 AND (min_similarity IS NOT NULL OR min_lexical_score IS NOT NULL) THEN
+        EXECUTE format('WITH dense_all AS (%s), lexical_all AS (%s)
+                        SELECT (SELECT count(*) FROM dense_all AS d WHERE d.similarity < $23),
+                               (SELECT count(*) FROM lexical_all AS l WHERE l.lexical_score < $24)',
+                       dense_sql, lexical_sql)
+            INTO removed_dense, removed_lexical
+            USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+                  weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
+                  CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+                  coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
+                  dense_exact, "offset", min_similarity, min_lexical_score;
+        RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
+                     'min_lexical_score % removed % lexical candidates',
+            coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
+            coalesce(min_lexical_score::text, 'NULL'), coalesce(removed_lexical, 0)
+            USING ERRCODE = '02000';
+    END IF;
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
-'with iterative scans) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
+'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
 'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
-'rrf_k). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
-'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10. Returns at most k (0..1000, default 10) dna.search_hit rows ordered '
-'by score DESC then (kind, name, tenant): score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
-'in [-1, 1], lexical_score = BM25 (>= 0), ranks 1-based or NULL when absent from a lane, degraded = true '
-'when query_embedding is NULL (lexical only). A blank query returns no rows. Errors: 22023 (unknown '
-'model_id, width mismatch, bad k/candidates/weights/rrf_k), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
+'rrf_k). model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
+'and no rows for a scope with none). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
+'train split) candidates = max(4k, 100) per lane (never fewer than offset + k), weights (dense 1, lexical 1.5), rrf_k 10. '
+'Returns at most k (0..1000, default 10) dna.search_hit rows: ranks offset+1 .. offset+k (offset 0..9000, default 0) of one ranking ordered '
+'by score DESC then (kind, name, tenant, passage), so pages of one size compose while offset + k is within the lane depth '
+'(candidates). score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
+'in [-1, 1], lexical_score = BM25 (>= 0), all three rounded to 12 significant digits (dna.score_round) so that '
+'mathematically equal scores tie and order by key; ranks 1-based or NULL when absent from a lane; degraded = true '
+'when query_embedding is NULL or the zero vector (lexical only). Relevance floors: min_similarity (cosine in [-1, 1]) '
+'drops dense candidates below it, min_lexical_score (BM25 >= 0) lexical ones, each from its own lane after ranking; '
+'every hit carries floor_removed_dense / floor_removed_lexical (candidates removed; NULL without that floor), and an '
+'answer the floors emptied raises a NOTICE (02000) with both counts. exact => true: exact dense scan (no HNSW); '
+'exact => NULL (default): exact when the scope holds at most dna.exact_scan_rows() (2000) rows of the model, else '
+'HNSW; exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
+'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score, weights not 2 finite values >= 0), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
 'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
 'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
 'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '
@@ -520,4 +621,5 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline, up '
 'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
 'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. NOTICEs (SQLSTATE 02000): a '
-'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there.';
+'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there, '
+'an answer the relevance floors emptied.';

@@ -64,7 +64,7 @@ def test_null_query_embedding_is_lexical_only_and_flagged(stored):
     ("dna.search('s', 'x', NULL, 'no-such-model')", "22023",
      "unknown model_id 'no-such-model': nothing was ever indexed with it; "
      "model_ids with documents in scope 's': dna-fake-hash-v1 (1 document)"),
-    ("dna.search('s', 'x', NULL, NULL)", "22023", "model_id is required"),
+    ("dna.search('s', 'x', NULL, 'dna-fake-hash-v1', weights => '{NaN,1}')", "22023", "weights must be finite"),  # model_id NULL is the scope's model (0016)
     ("dna.search('s', 'x', dna.fake_embed('x', 768), 'dna-fake-hash-v1')", "22023", "768 dimensions"),
     ("dna.search('s', repeat('x ', 6000), NULL, 'dna-fake-hash-v1')", "22001", "limit is 10000"),
     ("dna.search('s', 'x', NULL, 'dna-fake-hash-v1', k => -1)", "22023", "k must be"),
