@@ -20,6 +20,10 @@ The topics and what each changes are listed under "What changed" below.
 What changed
 ------------
 (each topic appends its paragraph here)
+
+*lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
+score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;
+configuration, statistics and the entry points (``dna.bm25``, ``dna.bm25_explain``) stay.
 """
 import re
 import sys
@@ -36,13 +40,15 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "documents.sql", "search.sql",
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "bm25_lane.sql", "documents.sql", "search.sql",
          "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
          "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql")
 # The texts this revision replaces, as the revision before it runs them.
 PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation", "fusion.sql": "0001_foundation",
             "bm25.sql": "0013_passages", "documents.sql": "0013_passages", "search.sql": "0013_passages",
-            **{name: "0015_governed_history" for name in ORDER[6:]}}
+            **{name: "0015_governed_history" for name in ORDER[7:]}}
+# Plane files this revision creates (split out of a file above; no earlier text).
+NEW = ("bm25_lane.sql",)
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
@@ -53,7 +59,7 @@ def _text(name: str, frozen_in: str | None = None) -> str:
 
 def changed_files() -> list[str]:
     """The plane files whose text differs from the text the revision before this one ran."""
-    return [name for name in ORDER if _text(name) != _text(name, PREVIOUS[name])]
+    return [name for name in ORDER if name in NEW or _text(name) != _text(name, PREVIOUS[name])]
 
 
 def _fragments(prefix: str) -> list[str]:
@@ -66,7 +72,8 @@ def _added_functions() -> list[str]:
     before: set[str] = set()
     for name in changed_files():
         now |= set(_DEFINED.findall(_text(name)))
-        before |= set(_DEFINED.findall(_text(name, PREVIOUS[name])))
+        if name not in NEW:
+            before |= set(_DEFINED.findall(_text(name, PREVIOUS[name])))
     return sorted(now - before)
 
 
@@ -86,5 +93,5 @@ def downgrade() -> None:
     if added:
         op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
     for name in ORDER:
-        if name in changed_files():
+        if name in changed_files() and name not in NEW:
             op.execute(read_sql(name, frozen_in=PREVIOUS[name]))
