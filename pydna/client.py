@@ -431,7 +431,8 @@ class Client:
                personal: bool = False, valid_time: datetime | None = None,
                include_retired: bool = False, passages: bool = False, offset: int = 0,
                min_similarity: float | None = None, min_lexical_score: float | None = None,
-               exact: bool | None = None) -> SearchResult:
+               exact: bool | None = None, fusion: str | None = None,
+               dense_weight: float | None = None) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -442,7 +443,9 @@ class Client:
         one ranking (pages of one size compose). ``min_similarity`` / ``min_lexical_score``: relevance
         floors of the dense / lexical lane (each hit says how many candidates they removed; an
         emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
-        (default) does so for scopes of at most 2000 rows, False lets HNSW answer.
+        (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'rrf'``
+        (default) or ``'convex'`` (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised
+        BM25); None: the scope's setting, else the built-in default.
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
@@ -464,10 +467,11 @@ class Client:
                 "FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
                 "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s, "
-                "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s)",
+                "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s, "
+                "fusion => %s, dense_weight => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  list(weights) if weights else None, personal, include_retired, valid_time,
-                 passages, offset, min_similarity, min_lexical_score, exact)).fetchall()
+                 passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         if rows:
             degraded = rows[0][-1]  # the server's word: no embedding, or the zero vector

@@ -97,3 +97,31 @@ COMMENT ON FUNCTION dna.rrf(integer[], double precision[], double precision) IS
 '(Cormack, Clarke & Büttcher, SIGIR 2009). Result in [0, sum(weights)/(k+1)]. Pure, IMMUTABLE, '
 'PARALLEL SAFE. Errors: 22023 for a rank < 1, k <= 0 or not finite, weights of another length, or a weight '
 'that is NaN, infinite or negative (a NULL weight counts 1).';
+
+CREATE OR REPLACE FUNCTION dna.min_max(x double precision, lo double precision, hi double precision)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN x IS NULL THEN 0
+                WHEN hi > lo THEN (x - lo) / (hi - lo)
+                ELSE 1 END
+$$;
+
+COMMENT ON FUNCTION dna.min_max(double precision, double precision, double precision) IS
+'Min-max normalisation of a lane score x over the lane''s candidates for one query (lo = their minimum, '
+'hi = their maximum): (x - lo) / (hi - lo) in [0, 1]; 1 when every candidate scores the same (hi = lo); '
+'0 when x is NULL (absent from the lane). Pure.';
+
+CREATE OR REPLACE FUNCTION dna.convex_fusion(dense double precision, lexical double precision,
+                                             dense_weight double precision DEFAULT 0.5)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT dense_weight * coalesce(dense, 0) + (1 - dense_weight) * coalesce(lexical, 0)
+$$;
+
+COMMENT ON FUNCTION dna.convex_fusion(double precision, double precision, double precision) IS
+'Convex combination of two normalised lane scores (each in [0, 1], dna.min_max): dense_weight x dense + '
+'(1 - dense_weight) x lexical, dense_weight in [0, 1] (default 0.5; dna.search checks it); NULL counts 0. '
+'The second fusion of dna.search (fusion => ''convex''), after Bruch, Gai & Ingber, "An Analysis of Fusion '
+'Functions for Hybrid Retrieval", ACM TOIS 2023. Pure.';

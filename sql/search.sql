@@ -312,7 +312,8 @@ CREATE OR REPLACE FUNCTION dna.search(
     weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL, personal boolean DEFAULT false,
     valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL,
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
-    min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL)
+    min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
+    fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -351,6 +352,13 @@ BEGIN
         RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
     END IF;
     PERFORM dna.check_weights('weights', weights, 2);     -- 2 finite values >= 0 (dense, lexical)
+    IF fusion IS NOT NULL AND fusion NOT IN ('rrf', 'convex') THEN
+        RAISE EXCEPTION 'fusion must be ''rrf'' or ''convex'', got %', quote_literal(fusion) USING ERRCODE = '22023';
+    END IF;
+    IF dense_weight IS NOT NULL AND NOT (dense_weight >= 0 AND dense_weight <= 1) THEN
+        RAISE EXCEPTION 'dense_weight must be between 0 and 1 (the lexical lane weighs 1 - dense_weight), got %',
+            dense_weight USING ERRCODE = '22023';
+    END IF;
     IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
         RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
             USING ERRCODE = '22023';
@@ -387,6 +395,8 @@ BEGIN
     lexical_depth := greatest(coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100)), "offset" + k);
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
+    fusion := coalesce(fusion, 'rrf');
+    dense_weight := coalesce(dense_weight, 0.5);
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
@@ -513,6 +523,9 @@ BEGIN
     -- may still come from the other lane. Every hit carries how many candidates each floor removed.
     -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
     -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
+    -- Fusion ($25): RRF of the lane ranks (default), or convex: dense_weight ($26) x the cosine and
+    -- (1 - dense_weight) x the BM25 score, each min-max normalised over its lane's candidates of this
+    -- query (dna.min_max; absent from a lane: 0).
     -- The fused score is rounded as the lane scores are; ties order by (kind, name, tenant, passage).
     -- The answer is the window $22 + 1 .. $22 + k of that one ranking.
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
@@ -530,10 +543,15 @@ BEGIN
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
                     coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
-                    dna.score_round(dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10)) AS score,
+                    dna.score_round(CASE WHEN $25 = ''convex''
+                        THEN dna.convex_fusion(dna.min_max(d.similarity, ds.lo, ds.hi),
+                                               dna.min_max(l.lexical_score, ls.lo, ls.hi), $26)
+                        ELSE dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) END) AS score,
                     d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
              FROM dense AS d FULL JOIN lexical AS l
                ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
+             CROSS JOIN (SELECT min(x.similarity) AS lo, max(x.similarity) AS hi FROM dense AS x) AS ds
+             CROSS JOIN (SELECT min(x.lexical_score) AS lo, max(x.lexical_score) AS hi FROM lexical AS x) AS ls
          ),
          best AS (
              SELECT f.* FROM (
@@ -564,7 +582,7 @@ BEGIN
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
-              dense_exact, "offset", min_similarity, min_lexical_score;
+              dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight;
     GET DIAGNOSTICS returned = ROW_COUNT;
     -- An empty answer under a floor is "nothing known above the floor", not "no documents": say
     -- how many candidates each floor removed (the hits carry the counts when there are hits).
@@ -578,7 +596,7 @@ BEGIN
                   weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
                   CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
-                  dense_exact, "offset", min_similarity, min_lexical_score;
+                  dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight;
         RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
                      'min_lexical_score % removed % lexical candidates',
             coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
@@ -588,12 +606,14 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
 'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
-'rrf_k). model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
+'rrf_k) (fusion => ''rrf'', the default) or, fusion => ''convex'', by dna.convex_fusion: dense_weight (0..1, default 0.5) x the '
+'cosine plus (1 - dense_weight) x the BM25 score, each min-max normalised over its lane''s candidates for this query '
+'(dna.min_max; absent from a lane: 0; score then in [0, 1]; weights and rrf_k are RRF''s and unused). model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
 'and no rows for a scope with none). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
 'train split) candidates = max(4k, 100) per lane (never fewer than offset + k), weights (dense 1, lexical 1.5), rrf_k 10. '
 'Returns at most k (0..1000, default 10) dna.search_hit rows: ranks offset+1 .. offset+k (offset 0..9000, default 0) of one ranking ordered '
@@ -607,7 +627,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'answer the floors emptied raises a NOTICE (02000) with both counts. exact => true: exact dense scan (no HNSW); '
 'exact => NULL (default): exact when the scope holds at most dna.exact_scan_rows() (2000) rows of the model, else '
 'HNSW; exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
-'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score, weights not 2 finite values >= 0), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
+'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score/fusion/dense_weight, weights not 2 finite values >= 0), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
 'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
 'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
 'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '

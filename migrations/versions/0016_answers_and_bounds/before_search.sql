@@ -1,7 +1,11 @@
 -- 0016_answers_and_bounds, topic search (issue 15 items 3-5): run before the plane files.
--- dna.search gains offset, min_similarity, min_lexical_score and exact: the old signature (0013_passages) goes.
+-- dna.search gains offset, min_similarity, min_lexical_score, exact, fusion and dense_weight: the old signature (0013_passages) goes.
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer,
                                    double precision[], double precision, boolean, timestamptz, boolean, boolean);
+-- (and the intermediate signature of this session's first edges commit, never released)
+DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer,
+                                   double precision[], double precision, boolean, timestamptz, boolean, boolean,
+                                   integer, double precision, double precision, boolean);
 -- The hit says whether the dense lane was an exact scan and how many candidates each relevance floor removed.
 ALTER TYPE dna.search_hit ADD ATTRIBUTE dense_exact boolean, ADD ATTRIBUTE floor_removed_dense integer,
     ADD ATTRIBUTE floor_removed_lexical integer;

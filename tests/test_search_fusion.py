@@ -1,0 +1,60 @@
+"""dna.search's second fusion (issue 15 item 5): fusion => 'convex' combines the min-max normalised
+lane scores, dense_weight x cosine + (1 - dense_weight) x BM25; RRF stays the default."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+MODEL = "dna-fake-hash-v1"
+DOCS = [("fruit", "banana apple fruit smoothie"), ("car", "engine wheel car road banana"),
+        ("mixed", "banana car apple"), ("sea", "ocean wave salt water fruit")]
+QUERY = "banana fruit apple"
+
+
+@pytest.fixture
+def docs(sql):
+    for name, body in DOCS:
+        sql.execute("SELECT dna.index_document('fz', 'Doc', %s, %s, dna.fake_embed(%s), %s)", (name, body, body, MODEL))
+    return sql
+
+
+def _search(sql, **args):
+    named = "".join(f", {a} => %({a})s" for a in args)
+    return sql.execute("SELECT name, score, similarity, lexical_score FROM dna.search('fz', %(q)s, dna.fake_embed(%(q)s), "
+                       f"%(m)s{named})", {"q": QUERY, "m": MODEL, **args}).fetchall()
+
+
+def test_convex_score_is_the_weighted_sum_of_min_max_normalised_lane_scores(docs):
+    rows = _search(docs, fusion="convex", dense_weight=0.3)
+    sims = [r[2] for r in rows if r[2] is not None]
+    lex = [r[3] for r in rows if r[3] is not None]
+    for name, score, sim, bm25 in rows:
+        nd = 0 if sim is None else (sim - min(sims)) / (max(sims) - min(sims))
+        nl = 0 if bm25 is None else (bm25 - min(lex)) / (max(lex) - min(lex))
+        assert score == pytest.approx(0.3 * nd + 0.7 * nl, abs=1e-11), name
+    assert [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
+
+
+def test_dense_weight_one_and_zero_are_the_lanes_alone(docs):
+    by_cosine = [r[0] for r in sorted(_search(docs, weights=[1.0, 0.0]), key=lambda r: (-r[2], r[0]))]
+    assert [r[0] for r in _search(docs, fusion="convex", dense_weight=1.0)][:len(by_cosine)] == by_cosine
+    lexical = [r for r in _search(docs, fusion="convex", dense_weight=0.0) if r[3] is not None]
+    assert [r[0] for r in lexical] == [r[0] for r in sorted(lexical, key=lambda r: (-r[3], r[0]))]
+
+
+def test_rrf_is_the_default_fusion(docs):
+    assert _search(docs) == _search(docs, fusion="rrf")
+    assert _search(docs) != _search(docs, fusion="convex")
+
+
+@pytest.mark.parametrize("args,word", [({"fusion": "linear"}, "fusion"), ({"dense_weight": 1.5}, "dense_weight"),
+                                       ({"dense_weight": float("nan")}, "dense_weight")])
+def test_bad_fusion_arguments_are_refused(docs, args, word):
+    with pytest.raises(psycopg.Error) as err:
+        _search(docs, **args)
+    assert err.value.sqlstate == "22023" and word in err.value.diag.message_primary
+
+
+def test_the_client_passes_the_fusion(docs, client):
+    hits = client.search("fz", QUERY, fusion="convex", dense_weight=0.3)
+    assert [(h.name, h.score) for h in hits] == [r[:2] for r in _search(docs, fusion="convex", dense_weight=0.3)]
