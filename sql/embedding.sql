@@ -21,9 +21,10 @@ $$;
 
 COMMENT ON FUNCTION dna.fake_embed(text, integer) IS
 'dna-fake-hash-v1 feature-hashing embedder → vector(dims), dims 1..16000 (default 384). Tokens [a-z0-9]+ '
-'of lower(input); per token SHA-256; bucket = first 4 bytes big-endian mod dims; sign +1 if byte 4 is '
+'of the input lowered as Python''s str.lower() does (A-Z, İ → i + U+0307, KELVIN SIGN → k; independent of the '
+'database collation); per token SHA-256; bucket = first 4 bytes big-endian mod dims; sign +1 if byte 4 is '
 'odd else -1; integer counts; L2-normalised; no tokens → the zero vector. Bit-identical (float32) to '
-'pydna.embeddings.FakeEmbeddingProvider and to the DNA SDK goldens (ruinosus/dna). No semantics: a '
+'pydna.embeddings.FakeEmbeddingProvider for any Unicode text and to the DNA SDK goldens (ruinosus/dna). No semantics: a '
 'deterministic floor for tests. Errors: 22023 when dims is out of range.';
 
 CREATE OR REPLACE FUNCTION dna.fake_embed_float8(input text, dims integer DEFAULT 384)
@@ -34,7 +35,13 @@ BEGIN
     RETURN (
         WITH tok AS (
             SELECT sha256(convert_to(m[1], 'UTF8')) AS h
-            FROM regexp_matches(lower(input), '[a-z0-9]+', 'g') AS m
+            -- Python's str.lower(), the reference, whatever the database's collation: only two
+            -- characters other than A-Z lower to something holding [a-z0-9] (Unicode 15): U+0130 'İ'
+            -- → 'i' + U+0307 (a separator here) and U+212A KELVIN SIGN → 'k'. lower() is not used:
+            -- under a libc collation it maps 'İ' to 'i' alone.
+            FROM regexp_matches(translate(replace(input, U&'\0130', U&'i\0307'),
+                                          U&'ABCDEFGHIJKLMNOPQRSTUVWXYZ\212A', 'abcdefghijklmnopqrstuvwxyzk'),
+                                '[a-z0-9]+', 'g') AS m
         ), bucket AS (
             SELECT ((get_byte(h, 0)::bigint << 24) | (get_byte(h, 1)::bigint << 16)
                     | (get_byte(h, 2)::bigint << 8) | get_byte(h, 3)::bigint) % dims AS i,
