@@ -342,3 +342,19 @@ COMMENT ON FUNCTION dna.source_conflicts(text, text[], text[], text[], text[]) I
 'source (dna.dna_document_sources): kind, name, tenant, the recorded source and the new one. Writing '
 'them replaces the documents of the other source: `dna index` warns before it does (and --name-prefix '
 'keeps both). Read-only.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Text bounds (revision 0016_answers_and_bounds)
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.text_tsvector(cfg regconfig, body text)
+RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT to_tsvector(cfg, body)
+$$;
+
+COMMENT ON FUNCTION dna.text_tsvector(regconfig, text) IS
+'The tsvector of a text under a text search configuration (to_tsvector(cfg, body)): what the history '
+'(dna.dna_versions.text_tsv) stores of each version''s memory text and what an as_of recall ranks the '
+'past''s text by. NULL body: NULL. Pure.';

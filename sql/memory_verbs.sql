@@ -254,6 +254,7 @@ DECLARE
     past_keys text[] := '{}';
     past_names jsonb := '[]'::jsonb;
     past_cands jsonb := '[]'::jsonb;
+    lq tsquery;
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -347,44 +348,67 @@ BEGIN
         -- hold today's text) and are ranked by their text then, in a lexical lane of their own:
         -- ts_rank of that text against the query's lexemes, RRF 1/(60 + rank), ranked_by past_text.
         cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
+        lq := CASE WHEN NOT blank THEN dna.lexical_query(query, cfg) END;
+        -- The history keeps each version's text digest and tsvector (dna.versions_append_only), so the
+        -- lane reads them instead of recomputing the texts. A record's versions are numbered without
+        -- gaps and stamped in the order they were written (only the oldest are ever removed), so the
+        -- version believed at as_of is the one just before its first version recorded after as_of, and
+        -- its latest version (a copy of the record as it is now) is the last of those: "not today's
+        -- text" compares their digests, and the lane matches and ranks the stored tsvector (recomputed
+        -- only under another ts_config than the scope's).
         WITH moved AS (
-            SELECT DISTINCT v.kind, v.api_version, v.name, v.tenant FROM dna.dna_versions AS v
+            SELECT v.kind, v.api_version, v.name, v.tenant, min(v.version) AS first_after,
+                   -- the latest version's digest, in one hashed pass: max of (version, digest) as text
+                   substr(max(lpad(v.version::text, 10, '0') || coalesce(v.text_digest, '') COLLATE "C"), 11) AS cur_digest
+            FROM dna.dna_versions AS v
             WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
-        ), past AS (
-            SELECT m.kind, m.name, m.tenant, b.spec, b.valid_at, b.version, b.created_at AS recorded,
-                   dna.memory_text(m.kind, b.spec) AS body
+            GROUP BY v.kind, v.api_version, v.name, v.tenant
+        ), past AS MATERIALIZED (
+            SELECT m.kind, m.name, m.tenant, b.version, b.created_at AS recorded, b.hit,
+                   CASE WHEN b.hit THEN b.spec END AS spec, CASE WHEN b.hit THEN b.valid_at END AS valid_at,
+                   CASE WHEN b.hit THEN ts_rank(b.tsv, lq) END AS lr
             FROM moved AS m
-            JOIN dna.dna_instances AS i ON i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
-                                       AND i.name = m.name AND i.tenant = m.tenant
-            JOIN LATERAL (SELECT v.spec, v.valid_at, v.version, v.created_at FROM dna.dna_versions AS v
-                          WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
-                            AND v.name = m.name AND v.tenant = m.tenant AND v.created_at <= as_of
-                          ORDER BY v.version DESC LIMIT 1) AS b ON true
-            WHERE dna.memory_text(m.kind, b.spec) IS DISTINCT FROM dna.memory_text(m.kind, i.spec)
+            JOIN LATERAL (SELECT x.*, lq IS NOT NULL AND x.tsv @@ lq AS hit
+                          FROM (SELECT v.spec, v.valid_at, v.version, v.created_at, v.text_digest,
+                                       CASE WHEN v.ts_config = cfg THEN v.text_tsv
+                                            ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
+                                FROM dna.dna_versions AS v
+                                WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
+                                  AND v.name = m.name AND v.tenant = m.tenant AND v.version = m.first_after - 1
+                                  AND v.created_at <= as_of) AS x) AS b ON true
+            WHERE b.text_digest IS DISTINCT FROM m.cur_digest
+              AND EXISTS (SELECT 1 FROM dna.dna_instances AS i
+                          WHERE i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
+                            AND i.name = m.name AND i.tenant = m.tenant)
         ), matched AS (
-            SELECT p.*, ts_rank(to_tsvector(cfg, p.body), dna.lexical_query(query, cfg)) AS lr
-            FROM past AS p
-            WHERE NOT blank AND to_tsvector(cfg, p.body) @@ dna.lexical_query(query, cfg)
+            SELECT p.* FROM past AS p WHERE p.hit
         ), scored AS (
             SELECT m.*, 1.0::float8 / (60 + row_number() OVER (ORDER BY m.lr DESC, m.name COLLATE "C", m.kind COLLATE "C")) AS sscore,
                    CASE WHEN m.kind = 'Engram' THEN dna.memory_retention(m.spec, world) END AS retention
             FROM matched AS m
             WHERE (m.valid_at IS NULL OR m.valid_at @> world) AND dna.currently_valid(m.spec ->> 'valid_to', world)
         ), ranked AS (
+            -- The lane's first `depth` in the order the candidates are merged by below (like every lane
+            -- of dna.search): a later one is behind `depth` others, never among the first k.
             SELECT sc.*, CASE WHEN sc.retention IS NULL THEN sc.sscore
                               ELSE sc.sscore * greatest(0.05, sc.retention) * dna.affect_factor(sc.spec ->> 'affect') END AS rescored
             FROM scored AS sc
+        ), kept AS (
+            SELECT r.* FROM ranked AS r
+            ORDER BY r.rescored DESC, r.name COLLATE "C", r.kind COLLATE "C", r.tenant COLLATE "C"
+            LIMIT depth
         )
         SELECT coalesce((SELECT array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant) FROM past AS p), '{}'),
-               (SELECT coalesce(jsonb_agg(DISTINCT to_jsonb(p.name)), '[]'::jsonb) FROM past AS p),
+               (SELECT coalesce(jsonb_agg(to_jsonb(p.name) ORDER BY p.name), '[]'::jsonb)
+                FROM (SELECT DISTINCT p.name FROM past AS p) AS p),
                (SELECT coalesce(jsonb_agg(jsonb_build_object('x', dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
                        'key', r.name || chr(31) || r.kind || chr(31) || r.tenant,
                        'scope', scope, 'kind', r.kind, 'name', r.name, 'tenant', r.tenant,
                        'personal', starts_with(r.tenant, 'personal:'),
                        'score', r.rescored, 'search_score', r.sscore, 'retention', round(r.retention::numeric, 4),
-                       'snippet', left(r.body, 240), 'ranked_by', 'past_text',
+                       'snippet', left(dna.memory_text(r.kind, r.spec), 240), 'ranked_by', 'past_text',
                        'recorded_at', dna.iso8601(r.recorded), 'as_of_version', r.version)), r.spec), 'spec', r.spec)), '[]'::jsonb)
-                FROM ranked AS r)
+                FROM kept AS r)
         INTO past_keys, past_names, past_cands;
         IF cardinality(past_keys) > 0 THEN
             cands := coalesce((SELECT jsonb_agg(e.value ORDER BY (e.value -> 'x' ->> 'score')::float8 DESC,
@@ -502,7 +526,9 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
 'its search row, which holds today''s): ts_rank of the past text against the query''s lexemes (the scope''s '
 'regconfig), search_score 1/(60 + rank) in that lane, no dense lane (its vector embeds today''s text), the hit '
-'marked ranked_by = past_text; as_of_past_text names every such memory. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
+'marked ranked_by = past_text; as_of_past_text names every such memory. The lane reads the history''s '
+'text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another ts_config) '
+'and hands on its first depth = min(max(3k, 10), 1000) candidates after re-scoring. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)

@@ -223,6 +223,7 @@ DECLARE
     latest integer;
     keep integer;
     cur record;
+    body text;
 BEGIN
     -- The rules hold for every caller and read only the rows themselves: no setting or role opens
     -- a way round them (every function of schema dna runs with the caller's rights).
@@ -248,6 +249,12 @@ BEGIN
                 USING ERRCODE = '42501',
                       HINT = 'Write the memory with dna.remember (or any write to dna.dna_instances): its version is appended for you.';
         END IF;
+        -- What the history keeps of the version's text, derived from the row itself (0016): an as_of
+        -- recall compares digests and ranks text_tsv instead of recomputing either per read.
+        body := dna.memory_text(NEW.kind, NEW.spec);
+        NEW.ts_config := (SELECT c.ts_config FROM dna.search_config(NEW.scope) AS c);
+        NEW.text_digest := md5(body);
+        NEW.text_tsv := dna.text_tsvector(NEW.ts_config, body);
         RETURN NEW;
     END IF;
     -- DELETE: the one narrow path is the Kind's retention (what dna.instances_after_write prunes):
@@ -278,7 +285,9 @@ COMMENT ON FUNCTION dna.versions_append_only() IS
 'within this transaction (what dna.instances_after_write appends: no forged or backdated past); DELETE '
 'only of a version at least the Kind''s version_retention behind the record''s latest (retention '
 'pruning, the one path) or, once a redactor made the record a tombstone (dna.redact), of its versions '
-'before the tombstone. Errors: 42501 naming the verb to use.';
+'before the tombstone. An accepted INSERT gets its derived text columns from its own row, whatever it '
+'carried: text_digest = md5(dna.memory_text(kind, spec)), ts_config = the scope''s configuration '
+'(dna.search_config), text_tsv = dna.text_tsvector(ts_config, that text). Errors: 42501 naming the verb to use.';
 
 CREATE OR REPLACE FUNCTION dna.instances_after_write()
 RETURNS trigger

@@ -21,6 +21,15 @@ What changed
 ------------
 (each topic appends its paragraph here)
 
+bounds (issue 13): ``dna_versions`` gains ``text_digest`` (md5 of the version's memory text),
+``text_tsv`` (its tsvector) and ``ts_config`` (the scope's configuration then), set by
+``dna.versions_append_only`` from the row itself and backfilled for the versions already written
+(``after_bounds.sql``, the append-only trigger lifted for that one UPDATE of the derived columns);
+``dna_instances_redacted`` (partial index of the tombstones); an ``as_of`` recall reads those instead
+of recomputing every restated memory's text, and its past-text lane hands on its first ``depth``
+candidates after re-scoring (same first k). ``dna.text_tsvector`` (catalog.sql) is the one place a
+text becomes a tsvector.
+
 *lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
 score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;
 configuration, statistics and the entry points (``dna.bm25``, ``dna.bm25_explain``) stay.

@@ -1,0 +1,14 @@
+-- Revision 0016_answers_and_bounds, topic "bounds": fill text_digest / text_tsv / ts_config of the
+-- versions written before this revision. dna.dna_versions is append-only for every caller (UPDATE is
+-- refused by dna_versions_append_only); the migration, as the table's owner, lifts the trigger for this
+-- one statement, which sets only the three derived columns from each row's own kind, spec and scope.
+ALTER TABLE dna.dna_versions DISABLE TRIGGER dna_versions_append_only;
+UPDATE dna.dna_versions AS v
+SET text_digest = md5(x.body), ts_config = x.cfg, text_tsv = dna.text_tsvector(x.cfg, x.body)
+FROM (SELECT v2.scope, v2.kind, v2.api_version, v2.name, v2.tenant, v2.version,
+             dna.memory_text(v2.kind, v2.spec) AS body,
+             (SELECT c.ts_config FROM dna.search_config(v2.scope) AS c) AS cfg
+      FROM dna.dna_versions AS v2 WHERE v2.text_digest IS NULL) AS x
+WHERE v.scope = x.scope AND v.kind = x.kind AND v.api_version = x.api_version AND v.name = x.name
+  AND v.tenant = x.tenant AND v.version = x.version;
+ALTER TABLE dna.dna_versions ENABLE TRIGGER dna_versions_append_only;
