@@ -143,12 +143,13 @@ CREATE OR REPLACE FUNCTION dna.bm25_terms(query text, config regconfig DEFAULT '
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT tsvector_to_array(to_tsvector(config, coalesce(query, '')))
+    SELECT tsvector_to_array(dna.text_tsvector(config, coalesce(query, '')))  -- bounded: never 54000
 $$;
 
 COMMENT ON FUNCTION dna.bm25_terms(text, regconfig) IS
 'The distinct lexemes of a query under a text-search configuration, sorted: the terms BM25 sums over. '
-'User text is never parsed as tsquery syntax, so operators, quotes and URLs cannot raise; stop words '
+'User text is never parsed as tsquery syntax, so operators, quotes and URLs cannot raise, nor can a long text '
+'(dna.text_tsvector: read up to its longest prefix whose tsvector fits PostgreSQL''s 1 MB limit); stop words '
 'only → empty array.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_stats(scope text, model_id text, tenant text)

@@ -347,14 +347,59 @@ COMMENT ON FUNCTION dna.source_conflicts(text, text[], text[], text[], text[]) I
 -- Text bounds (revision 0016_answers_and_bounds)
 -- ---------------------------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION dna.text_tsvector(cfg regconfig, body text)
-RETURNS tsvector
+CREATE OR REPLACE FUNCTION dna.text_tsvector_direct_bytes()
+RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT to_tsvector(cfg, body)
+    SELECT 100000
+$$;
+
+COMMENT ON FUNCTION dna.text_tsvector_direct_bytes() IS
+'100000: texts of at most this many bytes are made a tsvector directly by dna.text_tsvector (their tsvector '
+'is always far below PostgreSQL''s 1 MB (1048575-byte) tsvector limit); longer ones through its bounded path.';
+
+CREATE OR REPLACE FUNCTION dna.text_tsvector(cfg regconfig, body text)
+RETURNS tsvector
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    need bigint;
+    room bigint;
+    n integer;
+    cut text;
+BEGIN
+    IF body IS NULL OR octet_length(body) <= dna.text_tsvector_direct_bytes() THEN
+        RETURN to_tsvector(cfg, body);
+    END IF;
+    BEGIN
+        RETURN to_tsvector(cfg, body);
+    EXCEPTION WHEN program_limit_exceeded THEN             -- 54000 string is too long for tsvector (N bytes, max M bytes)
+        need := (regexp_match(SQLERRM, '\((\d+) bytes, max (\d+) bytes\)'))[1]::bigint;
+        room := (regexp_match(SQLERRM, '\((\d+) bytes, max (\d+) bytes\)'))[2]::bigint;
+    END;
+    -- A prefix in proportion to what fits (95% of it), cut before a partial word; 10% shorter until
+    -- its tsvector fits (a prefix's tsvector is never larger than a longer prefix's).
+    n := floor(length(body) * 0.95 * coalesce(room::float8 / nullif(need, 0), 0.5))::integer;
+    LOOP
+        cut := left(body, n);
+        IF substr(body, n + 1, 1) !~ '\s' THEN
+            cut := regexp_replace(cut, '\S+$', '');
+        END IF;
+        BEGIN
+            RETURN to_tsvector(cfg, cut);
+        EXCEPTION WHEN program_limit_exceeded THEN
+            n := floor(n * 0.9)::integer;
+        END;
+    END LOOP;
+END
 $$;
 
 COMMENT ON FUNCTION dna.text_tsvector(regconfig, text) IS
-'The tsvector of a text under a text search configuration (to_tsvector(cfg, body)): what the history '
-'(dna.dna_versions.text_tsv) stores of each version''s memory text and what an as_of recall ranks the '
-'past''s text by. NULL body: NULL. Pure.';
+'The tsvector of a text under a text search configuration, bounded: to_tsvector(cfg, body) when it fits '
+'PostgreSQL''s tsvector limit (1048575 bytes of lexemes and positions; always for a text of at most '
+'dna.text_tsvector_direct_bytes() = 100000 bytes), else the tsvector of a prefix of the text that fits: 95% '
+'of the share of the text the limit holds (from the size PostgreSQL reports), cut before a partial word, 10% '
+'shorter until it fits; words past it are not found lexically '
+'(index a long document as passages: `dna index --passages`, docs/passages.md). Never raises 54000. '
+'What the search rows (column tsv of dna_search_docs_<width>), the history (dna.dna_versions.text_tsv), '
+'dna.lexical_query and dna.bm25''s query lexemes are made of. NULL body: NULL. Pure.';

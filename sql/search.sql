@@ -212,15 +212,18 @@ AS $$
     -- OR of the query's lexemes. Lexemes come from to_tsvector, so user text is never parsed as
     -- tsquery syntax: operators, quotes, URLs and e-mail addresses cannot raise. Each lexeme is
     -- quoted for the tsquery input syntax (quotes and backslashes escaped). Only stop words → NULL.
-    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ' ORDER BY l)::tsquery
-    FROM unnest(tsvector_to_array(to_tsvector(config, coalesce(query, '')))) AS l
+    SELECT string_agg('''' || replace(replace(x.l, '\', '\\'), '''', '''''') || '''', ' | ' ORDER BY x.l)::tsquery
+    FROM (SELECT u.lexeme AS l FROM unnest(dna.text_tsvector(config, coalesce(query, ''))) AS u  -- bounded: never 54000
+          ORDER BY u.positions[1], u.lexeme LIMIT 10000) AS x  -- the first 10000 lexemes: a parse that fits the stack
 $$;
 
 COMMENT ON FUNCTION dna.lexical_query(text, regconfig) IS
 'An OR tsquery of the lexemes of to_tsvector(config, query), so a natural-language question matches '
 'documents holding only some of its words (for tsv @@ matching; dna.search''s lexical lane scores the '
 'same lexemes with BM25, dna.bm25). Never raises on user text (tsquery operators, quotes, URLs, e-mail '
-'addresses); returns NULL when the text has no lexemes (blank or stop words only).';
+'addresses) nor on a long one (dna.text_tsvector: a query whose tsvector would pass PostgreSQL''s 1 MB limit '
+'is read up to a prefix that fits; its first 10000 distinct lexemes, by position, so that the tsquery parses within '
+'the stack); returns NULL when the text has no lexemes (blank or stop words only).';
 
 CREATE OR REPLACE FUNCTION dna.scope_kinds_text(scope text, model_id text, tbl regclass)
 RETURNS text

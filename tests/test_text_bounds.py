@@ -1,0 +1,66 @@
+"""Text too long for a tsvector (issue 13 item 2). PostgreSQL refuses a tsvector past 1 MB of lexemes
+and positions (54000 "string is too long for tsvector"); a body of random words under the documented
+1,000,000-byte limit passes it. dna.text_tsvector (sql/catalog.sql) bounds every tsvector the package
+makes: the text's own when it fits, else its longest prefix that fits. These write a 720 KB body of
+random words (which to_tsvector itself refuses) and bodies at the limit through every entry point."""
+from __future__ import annotations
+
+import random
+import string
+
+import psycopg
+import pytest
+
+LIMIT = 1_000_000          # bytes per document (dna.index_document, dna.index_documents, index_staged)
+
+
+def random_words(nbytes: int, seed: int = 1, lo: int = 4, hi: int = 6) -> str:
+    """Lowercase random words of lo..hi letters, space-separated, exactly nbytes long (ASCII)."""
+    rng = random.Random(seed)
+    out, n = [], 0
+    while n < nbytes:
+        w = "".join(rng.choices(string.ascii_lowercase, k=rng.randint(lo, hi)))
+        out.append(w)
+        n += len(w) + 1
+    return " ".join(out)[:nbytes]
+
+
+BODY_720K = random_words(720_000)
+
+
+def test_the_720k_body_is_too_long_for_a_plain_tsvector(sql):
+    # The premise: PostgreSQL itself refuses it (so the tests below would fail without the bound).
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded, match="too long for tsvector"):
+        sql.execute("SELECT to_tsvector('english', %s)", (BODY_720K,))
+
+
+def test_text_tsvector_is_bounded_and_exact_when_it_fits(sql):
+    short = "the office is in lisbon " * 100
+    assert sql.execute("SELECT dna.text_tsvector('english', %s) = to_tsvector('english', %s)",
+                       (short, short)).fetchone()[0]
+    assert sql.execute("SELECT dna.text_tsvector('english', NULL) IS NULL").fetchone()[0]
+    for body in (BODY_720K, random_words(LIMIT, seed=2)):
+        tsv_bytes, first_in, head_fits = sql.execute(
+            "SELECT pg_column_size(t), t @@ to_tsquery('english', %s), "
+            "tsvector_to_array(t) @> tsvector_to_array(to_tsvector('english', left(%s, 100000))) "
+            "FROM dna.text_tsvector('english', %s) AS t", (body.split()[0], body, body)).fetchone()
+        assert tsv_bytes > 500_000 and first_in and head_fits
+
+
+def test_lexical_query_never_raises_on_a_long_query(sql):
+    for body in (BODY_720K, random_words(LIMIT, seed=3)):
+        n = sql.execute("SELECT numnode(dna.lexical_query(%s, 'english'))", (body,)).fetchone()[0]
+        assert n == 2 * 10000 - 1                      # the first 10000 lexemes, OR-ed
+        first = body.split()[0]
+        assert sql.execute("SELECT to_tsvector('english', %s) @@ dna.lexical_query(%s, 'english')",
+                           (first, body)).fetchone()[0]
+
+
+def test_bm25_never_raises_on_a_long_query(sql):
+    sql.execute("SELECT dna.index_documents('docs', ARRAY['Doc','Doc'], ARRAY['a','b'], %s, NULL, 'dna-fake-hash-v1')",
+                (["alpha beta gamma " + BODY_720K[:50], "beta delta"],))
+    for query in ("beta " + BODY_720K, "alpha " + random_words(LIMIT, seed=5)):
+        hits = sql.execute("SELECT name FROM dna.bm25('docs', %s, 'dna-fake-hash-v1') ORDER BY score DESC",
+                           (query,)).fetchall()
+        assert hits and hits[0][0] in ("a", "b")
+    assert len(sql.execute("SELECT dna.bm25_terms(%s, 'english')", (BODY_720K,)).fetchone()[0]) > 1000
