@@ -233,23 +233,31 @@ BEGIN
     --    (tombstoned and shadowed documents left out). Hash aggregation of the partial sums is
     --    most of the lane's time (~0.5 us per document read): every posting the budget reads is
     --    a competitive one, so none can be skipped before it.
+    -- The top C + 1 cut copies every document it sees into a heap; most can be left out first.
+    -- The postings of one chunk are distinct documents, each with a partial sum at least its
+    -- contribution there (memtable postings only add to it), so the (C+1)-th contribution of a
+    -- first chunk (impact ranks 1..256) among documents still in the partition (not tombstoned in
+    -- that segment, not shadowed) is a lower bound of the (C+1)-th partial sum: documents below it
+    -- cannot be in the cut (~5% of them pass at 1M). The cut itself is unchanged.
+    SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
+    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+    JOIN dna.dna_bm25_chunks AS c
+      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+    CROSS JOIN LATERAL (
+        SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
+                                / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
+                         FROM unnest(c.postings[1:ch.take]) AS x (p)
+                         WHERE plain
+                            OR NOT (ch.base + (x.p & 8589934591) = ANY (st.shadowed))
+                               AND NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
+                                               WHERE st.tombstones > 0 AND t.scope = scope AND t.model_id = model_id
+                                                 AND t.tenant = ch.tenant AND t.seg_id = ch.seg_id
+                                                 AND t.doc_id = ch.base + (x.p & 8589934591))) AS y
+        ORDER BY y.v DESC OFFSET cand LIMIT 1) AS k
+    WHERE ch.chunk = 0 AND ch.take > cand;
     IF plain THEN
-        -- The top C + 1 cut copies every document it sees into a heap; most can be left out first.
-        -- The postings of one chunk are distinct documents, each with a partial sum at least its
-        -- contribution there, so the (C+1)-th contribution of a first chunk (impact ranks 1..256)
-        -- is a lower bound of the (C+1)-th partial sum: documents below it cannot be in the cut
-        -- (~5% of them pass at 1M). The cut itself is unchanged.
-        SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
-        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w) AS ch (tenant, lexeme, kind, seg_id, chunk, take, w)
-        JOIN dna.dna_bm25_chunks AS c
-          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
-        CROSS JOIN LATERAL (
-            SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
-                                    / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
-                             FROM unnest(c.postings[1:ch.take]) AS x (p)) AS y
-            ORDER BY y.v DESC OFFSET cand LIMIT 1) AS k
-        WHERE ch.chunk = 0 AND ch.take > cand;
         SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
         INTO docs, accs
         FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
@@ -266,36 +274,36 @@ BEGIN
               ORDER BY 2 DESC, 1
               LIMIT cand + 1) AS acc;
     ELSE
-        WITH tomb AS MATERIALIZED (
-            SELECT t.doc_id, t.seg_id FROM dna.dna_bm25_tombstones AS t
-            WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)),
-        post AS (
-            SELECT x.base + (x.p & 8589934591) AS doc_id, x.seg_id, x.wk,
-                   ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
-            FROM (SELECT ch.base, ch.seg_id, ch.w * (k1 + 1) AS wk,
-                         unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
-                  FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
-                           AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-                  JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-                   AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
-            UNION ALL
-            SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), p.tf::float8, p.doc_len::float8
-            FROM unnest(lex, w) AS q (lexeme, w)
-            JOIN dna.dna_bm25_postings AS p
-              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
-            WHERE kinds IS NULL OR p.kind = ANY (kinds)),
-        acc AS (
-            SELECT a.doc_id, sum(a.wk * a.tf / (a.tf + kk + kl * a.len)) AS acc
-            FROM post AS a
-            WHERE NOT (a.doc_id = ANY (st.shadowed))
-              AND NOT EXISTS (SELECT 1 FROM tomb AS t WHERE t.doc_id = a.doc_id AND t.seg_id = a.seg_id)
-            GROUP BY a.doc_id
-            ORDER BY 2 DESC, 1
-            LIMIT cand + 1)
+        -- Memtable postings join the chunks' in the same packed form (tf << 33 | len << 42, their
+        -- doc_id as the base), so one decode serves both. Tombstoned postings are left out by a
+        -- hashed subplan probed per posting (an anti-join would hash the ~budget postings instead,
+        -- and only when tombstones exist); shadowed base rows likewise.
         SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
         INTO docs, accs
-        FROM acc;
+        FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
+                     sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
+              FROM (SELECT ch.base, ch.seg_id, ch.w * (k1 + 1) AS wk,
+                           unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
+                    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+                    JOIN dna.dna_bm25_chunks AS c
+                      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+                    UNION ALL
+                    SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
+                    FROM unnest(lex, w) AS q (lexeme, w)
+                    JOIN dna.dna_bm25_postings AS p
+                      ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+                    WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
+              WHERE (cardinality(st.shadowed) = 0 OR NOT (x.base + (x.p & 8589934591) = ANY (st.shadowed)))
+                AND (st.tombstones = 0 OR x.seg_id IS NULL
+                     OR (x.seg_id, x.base + (x.p & 8589934591)) NOT IN (
+                            SELECT t.seg_id, t.doc_id FROM dna.dna_bm25_tombstones AS t
+                            WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)))
+              GROUP BY 1
+              HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
+              ORDER BY 2 DESC, 1
+              LIMIT cand + 1) AS acc;
     END IF;
     docs := coalesce(docs, '{}');
     cut := coalesce(accs[cand + 1], 0);
