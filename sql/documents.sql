@@ -98,7 +98,10 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 '(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
 'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
 'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
-'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes. Errors: 22023 (blank '
+'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes (title + body); every text within it is '
+'indexed: its tsvector is dna.text_tsvector''s, bounded under PostgreSQL''s 1 MB tsvector limit (a text whose plain '
+'tsvector would pass it, e.g. 720 KB of distinct random words, is found lexically by a prefix that fits; index a long '
+'document as passages: dna index --passages, docs/passages.md). Errors: 22023 (blank '
 'key, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, unknown model_id without a vector, width differing from the registered one, NaN '
 'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
 'caller''s personal partition (dna.resolve_tenant).';
@@ -302,7 +305,8 @@ COMMENT ON FUNCTION dna.index_documents(text, text[], text[], text[], vector[], 
 'checked before anything is written; the error names the first bad one by position. Errors: 22023 (blank '
 'keys, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, arrays of different lengths, a (kind, name) twice without passages, passage ordinals not '
 '0..n-1, a bad span, mixed widths, unknown model_id without vectors), 22001 (kind > 200, name > 512 '
-'characters, text > 1000000 bytes per element), 54000 (more than 100000 elements), 42P01 (no table for the '
+'characters, text > 1000000 bytes per element; every text within it is indexed, its tsvector bounded by '
+'dna.text_tsvector as in dna.index_document), 54000 (more than 100000 elements), 42P01 (no table for the '
 'width), 42501 (reserved tenant, not a member, no identity).';
 
 DROP FUNCTION IF EXISTS dna.index_staged(text, uuid, text, text, boolean);  -- before passages (0013_passages)

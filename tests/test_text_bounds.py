@@ -9,6 +9,7 @@ import random
 import string
 
 import psycopg
+import psycopg.types.json
 import pytest
 
 LIMIT = 1_000_000          # bytes per document (dna.index_document, dna.index_documents, index_staged)
@@ -64,3 +65,59 @@ def test_bm25_never_raises_on_a_long_query(sql):
                            (query,)).fetchall()
         assert hits and hits[0][0] in ("a", "b")
     assert len(sql.execute("SELECT dna.bm25_terms(%s, 'english')", (BODY_720K,)).fetchone()[0]) > 1000
+
+
+MODEL = "dna-fake-hash-v1"
+
+
+def _found(sql, scope, word, kind="Doc"):
+    """Names the lexical lane finds for a word, in scope."""
+    return {r[0] for r in sql.execute("SELECT name FROM dna.search(%s, %s, NULL, %s, k => 10, kinds => ARRAY[%s])",
+                                      (scope, word, MODEL, kind))}
+
+
+@pytest.mark.parametrize("nbytes", [720_000, LIMIT])
+def test_document_door_indexes_long_bodies(sql, nbytes):
+    body = BODY_720K if nbytes == 720_000 else random_words(LIMIT, seed=6)
+    assert len(body.encode()) == nbytes
+    first = body.split()[0]
+    one = sql.execute("SELECT dna.index_document('one', 'Doc', 'big', %s, NULL, %s)", (body, MODEL)).fetchone()[0]
+    assert one["action"] == "inserted"
+    got = sql.execute("SELECT action FROM dna.index_documents('many', ARRAY['Doc','Doc'], ARRAY['big','small'], %s, "
+                      "NULL, %s) ORDER BY ord", ([body, "harbor quartz"], MODEL)).fetchall()
+    assert got == [("inserted",), ("inserted",)]
+    with sql.transaction():
+        import uuid
+        batch = uuid.uuid4()
+        with sql.cursor().copy("COPY dna.dna_index_staging (batch, ord, kind, name, body) FROM STDIN") as copy:
+            copy.write_row((batch, 1, "Doc", "big", body))
+        got = sql.execute("SELECT action FROM dna.index_staged('staged', %s, %s)", (batch, MODEL)).fetchall()
+    assert got == [("inserted",)]
+    for scope in ("one", "many", "staged"):
+        assert "big" in _found(sql, scope, first), scope
+        # The stored tsvector is bounded, and the BM25 state agrees with it.
+        assert sql.execute("SELECT pg_column_size(tsv) <= 1048575 + 4 * 200000 FROM dna.dna_search_docs_384 "
+                           "WHERE scope = %s AND name = 'big'", (scope,)).fetchone()[0]
+    report = sql.execute("SELECT dna.verify_integrity('many', mode => 'full')").fetchone()[0]
+    assert report["ok"] is True, report
+
+
+def test_document_door_refuses_past_the_limit(sql):
+    with pytest.raises(psycopg.errors.StringDataRightTruncation, match="1000000 bytes"):
+        sql.execute("SELECT dna.index_document('one', 'Doc', 'big', %s, NULL, %s)", ("a" + random_words(LIMIT), MODEL))
+
+
+@pytest.mark.parametrize("nbytes", [720_000, LIMIT])
+def test_remember_takes_a_long_body(sql, nbytes):
+    summary = "a long note"
+    body = random_words(nbytes - len(summary) - 1, seed=7)
+    assert sql.execute("SELECT octet_length(dna.memory_text('Engram', %s))",
+                       (psycopg.types.json.Jsonb({"summary": summary, "body": body}),)).fetchone()[0] == nbytes
+    got = sql.execute("SELECT dna.remember('team', %s, name => 'long', model_id => %s)",
+                      (psycopg.types.json.Jsonb({"summary": summary, "body": body}), MODEL)).fetchone()[0]
+    assert got["action"] == "created"
+    first = body.split()[0]
+    hits = sql.execute("SELECT dna.recall('team', %s, reconsolidate => false)", (first,)).fetchone()[0]["hits"]
+    assert [h["name"] for h in hits] == ["long"]
+    assert sql.execute("SELECT text_tsv @@ to_tsquery('english', %s) FROM dna.dna_versions WHERE name = 'long'",
+                       (first,)).fetchone()[0]

@@ -28,7 +28,11 @@ bounds (issue 13): ``dna_versions`` gains ``text_digest`` (md5 of the version's 
 ``dna_instances_redacted`` (partial index of the tombstones); an ``as_of`` recall reads those instead
 of recomputing every restated memory's text, and its past-text lane hands on its first ``depth``
 candidates after re-scoring (same first k). ``dna.text_tsvector`` (catalog.sql) is the one place a
-text becomes a tsvector.
+text becomes a tsvector, bounded under PostgreSQL's 1 MB tsvector limit (a prefix that fits): the
+search rows' generated ``tsv`` of every width table takes it (``after_bounds.sql``, ``ALTER COLUMN tsv
+SET EXPRESSION``, a table rewrite with the same values for every stored row; ``undo_bounds.sql`` puts
+``to_tsvector`` back), so every text within the 1,000,000-byte limit is indexed, and
+``dna.lexical_query`` / ``dna.bm25_terms`` never raise on a long query.
 
 *lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
 score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;

@@ -12,3 +12,20 @@ FROM (SELECT v2.scope, v2.kind, v2.api_version, v2.name, v2.tenant, v2.version,
 WHERE v.scope = x.scope AND v.kind = x.kind AND v.api_version = x.api_version AND v.name = x.name
   AND v.tenant = x.tenant AND v.version = x.version;
 ALTER TABLE dna.dna_versions ENABLE TRIGGER dna_versions_append_only;
+
+-- The search rows' tsvector is bounded (dna.text_tsvector, sql/catalog.sql): a text within the documented
+-- 1,000,000-byte limit whose plain tsvector would pass PostgreSQL's 1 MB tsvector limit (54000) is indexed
+-- by a prefix that fits, instead of failing the write. Every row stored so far fits, so its tsvector (and
+-- the BM25 state derived from it) is unchanged by the rewrite.
+DO $$
+DECLARE
+    w integer;
+BEGIN
+    FOREACH w IN ARRAY ARRAY[384, 768, 1024, 1536, 3072] LOOP
+        IF to_regclass(format('dna.dna_search_docs_%s', w)) IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE dna.dna_search_docs_%s ALTER COLUMN tsv SET EXPRESSION AS '
+                           '(dna.text_tsvector(ts_config, coalesce(title, '''') || '' '' || body))', w);
+        END IF;
+    END LOOP;
+END
+$$;

@@ -1,4 +1,19 @@
--- Revision 0016_answers_and_bounds, topic "bounds", downgrade: drop what before_bounds.sql created.
+-- Revision 0016_answers_and_bounds, topic "bounds", downgrade: give the search rows' tsvector its 0001
+-- expression back (before dna.text_tsvector is dropped), then drop what before_bounds.sql created. A row
+-- whose text needs the bound (its plain tsvector passes 1 MB) cannot be held at 0015: the downgrade stops
+-- with 54000; remove or split that document first.
+DO $$
+DECLARE
+    w integer;
+BEGIN
+    FOREACH w IN ARRAY ARRAY[384, 768, 1024, 1536, 3072] LOOP
+        IF to_regclass(format('dna.dna_search_docs_%s', w)) IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE dna.dna_search_docs_%s ALTER COLUMN tsv SET EXPRESSION AS '
+                           '(to_tsvector(ts_config, coalesce(title, '''') || '' '' || body))', w);
+        END IF;
+    END LOOP;
+END
+$$;
 DROP INDEX IF EXISTS dna.dna_instances_redacted;
 ALTER TABLE dna.dna_versions DROP COLUMN IF EXISTS ts_config;
 ALTER TABLE dna.dna_versions DROP COLUMN IF EXISTS text_tsv;
