@@ -403,3 +403,37 @@ COMMENT ON FUNCTION dna.text_tsvector(regconfig, text) IS
 '(index a long document as passages: `dna index --passages`, docs/passages.md). Never raises 54000. '
 'What the search rows (column tsv of dna_search_docs_<width>), the history (dna.dna_versions.text_tsv), '
 'dna.lexical_query and dna.bm25''s query lexemes are made of. NULL body: NULL. Pure.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Vector bounds (revision 0016_answers_and_bounds)
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.halfvec_max()
+RETURNS real
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 65504::real
+$$;
+
+COMMENT ON FUNCTION dna.halfvec_max() IS
+'65504: the largest finite half-precision value, the range of a halfvec component (the 3072-d HNSW index '
+'is built on embedding::halfvec(3072)).';
+
+CREATE OR REPLACE FUNCTION dna.storable_vector(v vector)
+RETURNS vector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN v IS NULL OR vector_norm(v) <= dna.halfvec_max() THEN v   -- no component can pass the range
+                WHEN (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > dna.halfvec_max() THEN l2_normalize(v)
+                ELSE v END
+$$;
+
+COMMENT ON FUNCTION dna.storable_vector(vector) IS
+'The vector the document door stores (dna.index_document, dna.index_documents, so dna.index_staged and '
+'dna.remember): v itself, or, when a component lies beyond the halfvec range (|x| > dna.halfvec_max() = '
+'65504), v scaled to unit length (l2_normalize). Normalised rather than refused because the dense lane is '
+'cosine: scaling by a positive constant changes no similarity and no ranking, and it makes every width '
+'behave alike (a 3072-d vector is indexed as halfvec, whose cast raised 22003 for such a component, while '
+'384-d took it). NaN and infinite components never reach it: pgvector refuses them when the value is read '
+'as a vector (22000 "NaN not allowed in vector" / "infinite value not allowed in vector"), before any '
+'function runs. NULL: NULL. Pure.';

@@ -25,7 +25,7 @@ DECLARE
     old_hash text;
     old_has_embedding boolean;
     action text;
-    emb vector := embedding;
+    emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
     kind := dna.check_kind(kind);
@@ -97,13 +97,15 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
 '(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
 'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
-'is stored as NULL (no cosine). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
+'is stored as NULL (no cosine); a vector with a component beyond the halfvec range (|x| > 65504) is stored at unit '
+'length (dna.storable_vector: the same cosine at every width; 3072-d is indexed as halfvec). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
 'text_hash, embedded}. Limits: keys <= 200/512 chars, text <= 1,000,000 bytes (title + body); every text within it is '
 'indexed: its tsvector is dna.text_tsvector''s, bounded under PostgreSQL''s 1 MB tsvector limit (a text whose plain '
 'tsvector would pass it, e.g. 720 KB of distinct random words, is found lexically by a prefix that fits; index a long '
 'document as passages: dna index --passages, docs/passages.md). Errors: 22023 (blank '
-'key, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, unknown model_id without a vector, width differing from the registered one, NaN '
-'rejected by pgvector), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
+'key, a scope or kind outside the name rule (dna.check_scope / dna.check_kind), empty text, unknown model_id without a vector, width differing from the registered one), '
+'22000 (a NaN or infinite component: pgvector refuses the value as it is read, before this function runs; '
+'nothing is written), 22001 (too long), 42P01 (no table for the width; nothing is written), 42501 (reserved tenant, not a member, no identity). personal => true indexes into the '
 'caller''s personal partition (dna.resolve_tenant).';
 
 DROP FUNCTION IF EXISTS dna.index_documents(text, text[], text[], text[], vector[], text, text[], text, text[], boolean);  -- before passages (0013_passages)
@@ -230,7 +232,7 @@ BEGIN
                    coalesce(u.body, '') AS body,
                    coalesce(u.snippet, left(regexp_replace(coalesce(u.body, ''), '\s+', ' ', 'g'), 240)) AS snippet,
                    u.heading, u.cs, u.ce,
-                   CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN u.emb END AS emb,
+                   CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN dna.storable_vector(u.emb) END AS emb,
                    dna.text_hash(u.title, u.body) AS h
             FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[], $11::integer[],
                         $12::text[], $13::integer[], $14::integer[])

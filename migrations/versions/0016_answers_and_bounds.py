@@ -32,7 +32,9 @@ text becomes a tsvector, bounded under PostgreSQL's 1 MB tsvector limit (a prefi
 search rows' generated ``tsv`` of every width table takes it (``after_bounds.sql``, ``ALTER COLUMN tsv
 SET EXPRESSION``, a table rewrite with the same values for every stored row; ``undo_bounds.sql`` puts
 ``to_tsvector`` back), so every text within the 1,000,000-byte limit is indexed, and
-``dna.lexical_query`` / ``dna.bm25_terms`` never raise on a long query.
+``dna.lexical_query`` / ``dna.bm25_terms`` never raise on a long query. A vector with a component
+beyond the halfvec range (±65504) is stored at unit length by the document door
+(``dna.storable_vector``, catalog.sql; cosine unchanged), so 3072-d takes what 384-d takes.
 
 *lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
 score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;
