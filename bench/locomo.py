@@ -23,6 +23,9 @@ so that their timings share the machine's load:
 - ``recall lexical``: ``dna.recall`` without a query embedding;
 - ``recall dense``: ``dna.recall`` with the scope's search weights set to (dense 1, lexical 0)
   inside a transaction that is rolled back (``dna.set_search_config``; only the recall is timed);
+- ``recall decay=written`` / ``recall decay=off``: ``dna.recall`` read-only with ``decay => 'written'``
+  (a memory never recalled decays from its session time) and ``decay => 'off'`` (the default
+  ``surfaced`` counts from last_surfaced, which read-only recalls never write: it equals ``off`` here);
 - ``search``: ``dna.search`` over the same memories (kinds Engram, valid_time = the question's
   time, no memory logic), and ``search lexical`` / ``search dense`` (weights (1, 0)).
 Extra recall variants (``--recall-variant name=SQL-expression``) are run the same way: a
@@ -30,8 +33,8 @@ variant names a function with ``dna.recall``'s arguments (e.g. a prototype in a 
 optionally with extra named arguments, e.g. ``--recall-variant 'nodecay=dna.recall(%(args)s, decay => false)'``.
 
 Also printed for every recall system: the share of its top 10 that came from search-pool places
-11 and beyond (``rank_recall`` > 10 or, when absent, the rank of the hit's ``search_score`` among
-the pool), and how many of those were evidence.
+11 and beyond (the hit's ``rank_search``, or ``rank_recall`` before issue 15), and how many of those
+were evidence.
 
 Usage (from the repository root; the embedded server of ``--home`` is started when no ``--dsn``)::
 
@@ -82,6 +85,8 @@ SYSTEMS = {
     "recall": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall"},
     "recall lexical": {"sql": "SELECT dna.recall(" + RECALL_LEX_ARGS + ")", "kind": "recall"},
     "recall dense": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall", "dense_only": True},
+    "recall decay=written": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ", decay => 'written')", "kind": "recall"},
+    "recall decay=off": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ", decay => 'off')", "kind": "recall"},
     "search": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=""), "kind": "search"},
     "search lexical": {"sql": SEARCH_SQL.format(vec="NULL", weights=""), "kind": "search"},
     "search dense": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=", weights => '{1,0}'"), "kind": "search"},
@@ -214,7 +219,7 @@ def names_of(kind: str, answer) -> tuple[list[str], list[dict]]:
 
 def pool_places(hits: list[dict]) -> list[int | None]:
     """Each hit's place in the search pool recall re-ranked (rank_recall), when the answer says it."""
-    return [h.get("rank_recall") for h in hits]
+    return [h.get("rank_recall", h.get("rank_search")) for h in hits]
 
 
 def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: int = 1) -> dict:
@@ -328,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     n_by = {lab: out["results"][next(iter(systems))]["scores"][lab]["n"] for lab in labels}
     for metric, title in (("r10", "R@10"), ("r5", "R@5"), ("any10", "any@10")):
         table = Table(title=f"LoCoMo dev ({out['questions']} questions, k = {K}): {title}")
-        table.add_column("system")
+        table.add_column("system", no_wrap=True)
         for lab in labels:
             table.add_column(f"{lab} ({n_by[lab]})", justify="right")
         for name, r in out["results"].items():

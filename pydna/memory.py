@@ -94,19 +94,23 @@ class Memory:
 
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
-               now: datetime | None = None, as_of: datetime | None = None, personal: bool = False) -> dict:
+               now: datetime | None = None, as_of: datetime | None = None, personal: bool = False,
+               decay: str | None = None, explain: bool = False) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
+        ``decay``: ``surfaced`` (default), ``written`` or ``off`` (22023 otherwise, raised as
+        ``psycopg.errors.InvalidParameterValue``); ``explain=True`` adds the memory factors of each hit
+        and the pool, filters and degradations of the answer (docs/memory.md).
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``."""
         embedding, error = self._embed(query)
         embedder = self.client.embedder
         with captured_notices(self.conn) as notices:
             result = self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
-                "actor => %s, now => %s, as_of => %s, personal => %s)",
+                "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
-                 kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal))
+                 kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain))
         if error:
             result["embedding_error"] = error
         if notices:

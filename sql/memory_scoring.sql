@@ -573,7 +573,9 @@ BEGIN
         retention := dna.memory_retention(spec, now, decay);
         affect := dna.affect_factor(spec ->> 'affect');
     END IF;
-    factor := (1.0 + ecphory) * coalesce(greatest(0.05, retention), 1.0) * coalesce(affect, 1.0);
+    -- (greatest() skips a NULL: a Kind without retention must not take the 0.05 floor)
+    factor := (1.0 + ecphory) * CASE WHEN retention IS NULL THEN 1.0 ELSE greatest(0.05, retention) END
+              * coalesce(affect, 1.0);
 END
 $$;
 
@@ -585,6 +587,39 @@ COMMENT ON FUNCTION dna.memory_factors(text, jsonb, text, timestamptz, text) IS
 'confidence > 1.1), with no cosine: the dense lane already counts it. retention = dna.memory_retention(spec, '
 'now, decay) and affect = dna.affect_factor(spec.affect) for Engrams; NULL (factor 1) for other Kinds. '
 'factor is in [0.05, 3.3]; a factor equal for every candidate leaves the hybrid order unchanged. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.memory_explain(kind text, spec jsonb, query text, now timestamptz,
+                                              decay text DEFAULT 'surfaced')
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    f record;
+    cue record;
+    since text;
+BEGIN
+    SELECT * INTO f FROM dna.memory_factors(kind, spec, query, now, decay);
+    SELECT * INTO cue FROM dna.score_engram(coalesce(spec, '{}'::jsonb), jsonb_build_object('query', coalesce(query, '')), NULL);
+    since := CASE WHEN f.retention IS NULL OR decay = 'off' THEN NULL
+                  ELSE coalesce(nullif(spec ->> 'last_surfaced', ''), nullif(spec ->> 'last_recall_at', ''),
+                                CASE WHEN decay = 'written' THEN coalesce(nullif(spec ->> 'created_at', ''),
+                                                                          nullif(spec ->> 'valid_from', '')) END) END;
+    RETURN jsonb_strip_nulls(jsonb_build_object(
+        'factor', f.factor, 'ecphory', f.ecphory, 'cue_match', cue.score, 'matched', to_jsonb(cue.matched),
+        'adjustment', f.ecphory - cue.score,
+        'retention', f.retention, 'affect', f.affect, 'decay', decay,
+        'stability_days', CASE WHEN f.retention IS NOT NULL THEN dna.stability_from_spec(spec) END,
+        'days_since', dna.days_since(since, now), 'decays_from', since));
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_explain(text, jsonb, text, timestamptz, text) IS
+'The memory part of a recall hit''s explanation (dna.recall(…, explain => true)): {factor, ecphory, '
+'cue_match (dna.score_engram with the cue {query} and no cosine), matched (its matched dims: area, '
+'area~J, summary, summary-tokens), adjustment (ecphory − cue_match: dna.ecphory_adjust''s saturation, '
+'novelty, recency, fidelity), retention, affect (Engrams), decay, stability_days, days_since and '
+'decays_from (the timestamp retention counts from; absent when it keeps 1)} — the terms of '
+'dna.memory_factors, absent keys when they do not apply. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.semantic_recall_fusion(hits jsonb, engrams jsonb, query text,
                                                       semantic jsonb, now timestamptz,
@@ -646,4 +681,5 @@ COMMENT ON FUNCTION dna.semantic_recall_fusion(jsonb, jsonb, text, jsonb, timest
 'semantic[key], now) and enters the ecphory ranking when >= 0.30, ordered (score desc, key). '
 'semantic: {key: cosine}; cosines <= 0 are ignored. Returns the hits in fused order (score desc, key '
 'asc, codepoint order) as new objects: score = fused RRF, score_recall, rank_recall, and rank_ecphory, '
-'score_ecphory, semantic when present. Pure. Golden: semantic_recall_fusion.';
+'score_ecphory, semantic when present. Pure. Golden: semantic_recall_fusion. dna.recall no longer ranks by it '
+'(revision 0016: it counted the dense lane twice; recall multiplies the hybrid score by dna.memory_factors).';

@@ -229,7 +229,7 @@ CREATE OR REPLACE FUNCTION dna.recall(
     scope text, query text, query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
-    personal boolean DEFAULT false)
+    personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -237,18 +237,18 @@ AS $$
 DECLARE
     world timestamptz;
     depth integer;
+    lane_depth integer;
+    pooled integer;
+    in_force integer;
     semantic_on boolean;
     blank boolean := coalesce(btrim(query), '') = '';
     cands jsonb;
     truncated jsonb := '[]'::jsonb;
     hits jsonb;
-    engrams jsonb;
-    sem jsonb := '{}'::jsonb;
     top jsonb;
     h jsonb;
     done jsonb := '[]'::jsonb;
     failed jsonb := '[]'::jsonb;
-    tbl regclass;
     result jsonb;
     cfg regconfig;
     past_keys text[] := '{}';
@@ -264,6 +264,12 @@ BEGIN
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
+    decay := coalesce(lower(btrim(decay)), 'surfaced');
+    IF decay NOT IN ('surfaced', 'written', 'off') THEN
+        RAISE EXCEPTION 'decay must be surfaced, written or off, got %', quote_literal(decay) USING ERRCODE = '22023',
+            HINT = 'surfaced (default): retention counts from last_surfaced; written: from when a never-surfaced '
+                   'memory was written; off: no decay.';
+    END IF;
     IF as_of IS NOT NULL THEN
         reconsolidate := false;                            -- a read of the past never writes
     END IF;
@@ -278,12 +284,19 @@ BEGIN
     semantic_on := query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 AND NOT blank;
     depth := least(greatest(3 * k, 10), 1000);
     actor := coalesce(nullif(actor, ''), session_user::text);
+    -- The lanes as deep as dna.search's own at k (its default max(4k, 100), unless the scope sets a
+    -- depth), so that the pool's first k are the answer dna.search gives at k.
+    lane_depth := (SELECT CASE WHEN sc.dense_candidates IS NULL AND sc.lexical_candidates IS NULL
+                               THEN greatest(4 * k, 100) END FROM dna.search_config(scope) AS sc);
 
     -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), then the
     -- spec in force (now) or believed (as_of, from dna_versions), validity at world time, re-score.
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
+                        -- the lanes as deep as dna.search's own at k (its default, unless the scope sets one),
+                        -- so that the pool's first k are the answer dna.search gives at k
+                        candidates => lane_depth,
                         tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE,
                         -- in force at world time inside the lanes; a read of the past (as_of) judges
                         -- validity from the versions believed then, below
@@ -312,17 +325,17 @@ BEGIN
                as_of IS NOT NULL AND c.past_version IS NULL
                    AND (c.first_version IS NULL OR c.first_version > 1) AS blind
         FROM c
-    ), scored AS MATERIALIZED (                            -- retention computed once per row
-        SELECT r.*,
-               CASE WHEN r.kind = 'Engram' AND r.spec <> '{}'::jsonb THEN dna.memory_retention(r.spec, world) END AS retention
+    ), scored AS MATERIALIZED (                            -- the memory factors computed once per row
+        SELECT r.*, mf.factor, mf.retention, mf.ecphory
         FROM r
+        CROSS JOIN LATERAL dna.memory_factors(r.kind, r.spec, query, world, decay) AS mf
         WHERE NOT r.blind AND r.spec IS NOT NULL
           AND (r.valid_at IS NULL OR r.valid_at @> world)
           AND dna.currently_valid(r.spec ->> 'valid_to', world)
     ), ranked AS (
-        SELECT sc.*,
-               CASE WHEN sc.retention IS NULL THEN sc.score
-                    ELSE sc.score * greatest(0.05, sc.retention) * dna.affect_factor(sc.spec ->> 'affect') END AS rescored
+        -- The hybrid score times the memory factors (dna.memory_factors): a factor equal for every
+        -- candidate leaves dna.search's order; no second ranking (the dense lane counts once).
+        SELECT sc.*, sc.score * sc.factor AS rescored
         FROM scored AS sc
     )
     SELECT (SELECT coalesce(jsonb_agg(to_jsonb(r.name) ORDER BY r.name COLLATE "C"), '[]'::jsonb)
@@ -332,15 +345,19 @@ BEGIN
                        'key', rk.name || chr(31) || rk.kind || chr(31) || rk.tenant,
                        'scope', scope, 'kind', rk.kind, 'name', rk.name, 'tenant', rk.tenant,
                        'personal', starts_with(rk.tenant, 'personal:'),
-                       'score', rk.rescored, 'search_score', rk.score,
+                       'score', rk.rescored, 'search_score', rk.score, 'rank_search', rk.ord,
+                       'memory_factor', rk.factor, 'ecphory', rk.ecphory,
                        'retention', round(rk.retention::numeric, 4),
                        'title', rk.title, 'snippet', rk.snippet, 'similarity', rk.similarity,
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
-                       'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version)),
+                       'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
+                       'explain', CASE WHEN explain THEN jsonb_build_object(
+                                      'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
                    rk.spec), 'spec', rk.spec)
                    ORDER BY rk.rescored DESC, rk.name COLLATE "C", rk.kind COLLATE "C", rk.tenant COLLATE "C"), '[]'::jsonb)
-            FROM ranked AS rk)
-    INTO truncated, cands;
+            FROM ranked AS rk),
+           (SELECT count(*) FROM s), (SELECT count(*) FROM scored)
+    INTO truncated, cands, pooled, in_force;
 
     IF as_of IS NOT NULL THEN
         -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
@@ -384,14 +401,14 @@ BEGIN
             SELECT p.* FROM past AS p WHERE p.hit
         ), scored AS (
             SELECT m.*, 1.0::float8 / (60 + row_number() OVER (ORDER BY m.lr DESC, m.name COLLATE "C", m.kind COLLATE "C")) AS sscore,
-                   CASE WHEN m.kind = 'Engram' THEN dna.memory_retention(m.spec, world) END AS retention
+                   mf.factor, mf.retention, mf.ecphory
             FROM matched AS m
+            CROSS JOIN LATERAL dna.memory_factors(m.kind, m.spec, query, world, decay) AS mf
             WHERE (m.valid_at IS NULL OR m.valid_at @> world) AND dna.currently_valid(m.spec ->> 'valid_to', world)
         ), ranked AS (
             -- The lane's first `depth` in the order the candidates are merged by below (like every lane
             -- of dna.search): a later one is behind `depth` others, never among the first k.
-            SELECT sc.*, CASE WHEN sc.retention IS NULL THEN sc.sscore
-                              ELSE sc.sscore * greatest(0.05, sc.retention) * dna.affect_factor(sc.spec ->> 'affect') END AS rescored
+            SELECT sc.*, sc.sscore * sc.factor AS rescored      -- the memory factors, as for every candidate
             FROM scored AS sc
         ), kept AS (
             SELECT r.* FROM ranked AS r
@@ -406,6 +423,9 @@ BEGIN
                        'scope', scope, 'kind', r.kind, 'name', r.name, 'tenant', r.tenant,
                        'personal', starts_with(r.tenant, 'personal:'),
                        'score', r.rescored, 'search_score', r.sscore, 'retention', round(r.retention::numeric, 4),
+                       'memory_factor', r.factor, 'ecphory', r.ecphory,
+                       'explain', CASE WHEN explain THEN jsonb_build_object(
+                                      'memory', dna.memory_explain(r.kind, r.spec, query, world, decay)) END,
                        'snippet', left(dna.memory_text(r.kind, r.spec), 240), 'ranked_by', 'past_text',
                        'recorded_at', dna.iso8601(r.recorded), 'as_of_version', r.version)), r.spec), 'spec', r.spec)), '[]'::jsonb)
                 FROM kept AS r)
@@ -421,26 +441,6 @@ BEGIN
     END IF;
 
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
-
-    IF semantic_on AND jsonb_array_length(hits) > 0 THEN
-        -- Ecphory with the semantic hook fed: the cosine of the query to each candidate's stored
-        -- vector (same model_id), fused with the recall ranking by RRF.
-        tbl := dna.search_table(dna.model_dims(model_id));
-        EXECUTE format(
-            'SELECT coalesce(jsonb_object_agg(c.key, 1 - (t.embedding <=> $1)), ''{}''::jsonb)
-             FROM jsonb_array_elements($2) AS e(value)
-             CROSS JOIN LATERAL (SELECT e.value ->> ''key'' AS key, e.value ->> ''kind'' AS kind,
-                                        e.value ->> ''name'' AS name, e.value ->> ''tenant'' AS tenant) AS c
-             JOIN %s AS t ON t.scope = $3 AND t.model_id = $4 AND t.kind = c.kind AND t.name = c.name
-                         AND t.tenant = c.tenant AND t.embedding IS NOT NULL', tbl)
-            INTO sem USING query_embedding, hits, scope, model_id;
-        sem := sem - past_keys;                            -- a stored vector embeds today's text, not the past's
-        engrams := coalesce((SELECT jsonb_agg(jsonb_build_object('key', e.value -> 'x' ->> 'key',
-                                                                 'name', e.value -> 'x' ->> 'name',
-                                                                 'spec', e.value -> 'spec') ORDER BY e.ord)
-                             FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
-        hits := dna.semantic_recall_fusion(hits, engrams, query, sem, world);
-    END IF;
 
     top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)
                      FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
@@ -483,10 +483,31 @@ BEGIN
 
     result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'k', k, 'model_id', model_id,
                                  'degraded', NOT blank AND NOT semantic_on, 'semantic', semantic_on,
-                                 'now', dna.iso8601(world), 'hits', top,
+                                 'now', dna.iso8601(world), 'decay', decay, 'hits', top,
                                  'reconsolidated', done);
     IF jsonb_array_length(failed) > 0 THEN
         result := result || jsonb_build_object('reconsolidation_errors', failed);
+    END IF;
+    IF explain THEN
+        -- The memory part of the explanation (each hit's lanes are its rank_dense/similarity and
+        -- rank_lexical/lexical_score, its fusion search_score and rank_search).
+        result := result || jsonb_build_object('explain', jsonb_strip_nulls(jsonb_build_object(
+            'ranking', 'search_score × memory_factor (dna.memory_factors), ordered (score desc, name, kind, tenant)',
+            'decay', decay,
+            'pool', jsonb_build_object('asked', depth, 'returned', pooled, 'in_force', in_force,
+                                       'dropped', pooled - in_force,
+                                       'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
+            'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'tenant', tenant, 'personal', personal IS TRUE,
+                                          'valid_time', CASE WHEN as_of IS NULL THEN dna.iso8601(world) END,
+                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of)),
+            'degradations', to_jsonb(array_remove(ARRAY[
+                CASE WHEN NOT blank AND query_embedding IS NULL THEN 'no query embedding: lexical lane only' END,
+                CASE WHEN NOT blank AND query_embedding IS NOT NULL AND NOT semantic_on
+                     THEN 'zero query embedding: lexical lane only' END,
+                CASE WHEN cardinality(past_keys) > 0
+                     THEN 'as_of: memories restated since ranked by their past text in a lexical lane of their own' END,
+                CASE WHEN jsonb_array_length(truncated) > 0 THEN 'as_of: history pruned past as_of for some candidates' END],
+                NULL)))));
     END IF;
     IF as_of IS NOT NULL THEN
         -- Erased memories (dna.redact) that existed at as_of cannot be ranked: their text is gone.
@@ -501,19 +522,30 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
-'max(3k, 10) candidates (dense lane when query_embedding is given, lexical lane always; model_id default: '
+'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
+'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
 'the scope''s model_id with the most documents (dna.scope_models; of query_embedding''s width when given), '
 'else dna-fake-hash-v1; tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
 'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
 '(default as_of, else now()) — valid_at not containing now or dna.currently_valid false — are dropped; '
-'Engrams are re-scored score × max(0.05, dna.memory_retention) × dna.affect_factor(spec.affect); '
-'ordered (score desc, name, kind, tenant). With a non-zero query_embedding the ecphory ranking '
-'(dna.ecphory_score with the cosine of the query to each stored vector) is fused by RRF '
-'(dna.semantic_recall_fusion) and semantic = true; otherwise semantic = false and degraded = true (a '
-'blank query has no hits and is not degraded). The first k (0..1000, default 5) are returned with '
-'display fields (dna.memory_display) and retention (Engram, 4 places). Then, unless reconsolidate is '
+'each candidate''s score becomes search_score × memory_factor, memory_factor = dna.memory_factors(kind, spec, '
+'query, now, decay) = (1 + ecphory) × max(0.05, retention) × affect (ecphory = dna.ecphory_score with no '
+'cosine: the dense lane already counts it; retention and affect for Engrams only), in [0.05, 3.3]: a factor '
+'equal for every candidate leaves dna.search''s order (measured on LoCoMo dev, bench/locomo.py: R@10 0.640 = '
+'dna.search''s, where the former RRF fusion with a second ranking by cosine reached 0.589); ordered (score '
+'desc, name, kind, tenant). decay (default surfaced): retention counts from last_surfaced, a memory never '
+'surfaced keeps 1 (surfaced), or from when it was written when never surfaced (written), or not at all '
+'(off); case and blanks ignored, anything else 22023; the answer says which ran. semantic = true with a '
+'non-zero query_embedding; otherwise semantic = false and degraded = true (a blank query has no hits and '
+'is not degraded). The first k (0..1000, default 5) are returned with display fields (dna.memory_display), '
+'search_score, rank_search (place in dna.search''s ranking), memory_factor, ecphory and retention (Engram, '
+'4 places). explain => true adds to each hit explain.memory = dna.memory_explain(kind, spec, query, now, decay) '
+'(factor, ecphory, cue_match, matched, adjustment, retention, affect, stability_days, days_since, decays_from; '
+'its lanes and fusion are the hit''s rank_dense, similarity, rank_lexical, lexical_score, search_score and '
+'rank_search) and to the answer explain = {ranking, decay, pool {asked, returned, in_force, dropped, '
+'lane_candidates}, filters {kinds, tenant, personal, valid_time, world_time, as_of}, degradations[]}. Then, unless reconsolidate is '
 'false or as_of is given, each surfaced Engram is reconsolidated (dna.reconsolidated_spec; actor '
 'default session_user), fail-soft: a locked or failing row is skipped and named in '
 'reconsolidation_errors. An as_of read never writes; memories whose history was pruned past as_of (or '
@@ -521,14 +553,14 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 '(tenant, or the personal partition) are reconsolidated: a cue never lands in a shared base row. personal => '
 'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
 'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
-'model_id, degraded, semantic, now, hits, reconsolidated[, reconsolidation_errors][, as_of, '
+'model_id, degraded, semantic, now, decay, hits, reconsolidated[, reconsolidation_errors][, as_of, '
 'as_of_truncated, as_of_past_text, as_of_redacted (memories of the scope erased by dna.redact that existed at '
 'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
 'its search row, which holds today''s): ts_rank of the past text against the query''s lexemes (the scope''s '
 'regconfig), search_score 1/(60 + rank) in that lane, no dense lane (its vector embeds today''s text), the hit '
 'marked ranked_by = past_text; as_of_past_text names every such memory. The lane reads the history''s '
 'text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another ts_config) '
-'and hands on its first depth = min(max(3k, 10), 1000) candidates after re-scoring. Errors: 22023 (k, kinds, model_id, embedding width), 22001 (query > 10000 chars), '
+'and hands on its first depth = min(max(3k, 10), 1000) candidates after re-scoring. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)

@@ -47,14 +47,18 @@ def test_past_lane_keeps_its_best_after_rescoring_beyond_depth(sql):
     assert got["as_of_past_text"] == [f"m{i:02d}" for i in range(1, 15)]
     got = _recall(sql, "lisbon", before, k=3)
     assert [h["name"] for h in got["hits"]] == ["m12", "m01", "m02"]
-    assert [round(h["score"], 12) for h in got["hits"]] == [round(1.5 / 72, 12), round(1 / 61, 12), round(1 / 62, 12)]
-    # With a query embedding the ecphory ranking (no cosine for a past text) is fused in: the same
-    # answers as before the history kept digests (m12's surprise does not lift its ecphory rank).
-    for k, want in ((1, ["m01"]), (3, ["m01", "m02", "m03"])):
+    # score = the lane's 1/(60 + rank) x the memory factors (dna.memory_factors, issue 15): equal
+    # but for m12's affect
+    assert [round(h["search_score"], 12) for h in got["hits"]] == [round(1 / 72, 12), round(1 / 61, 12), round(1 / 62, 12)]
+    factor = got["hits"][1]["memory_factor"]
+    assert [round(h["score"], 12) for h in got["hits"]] == [round(1.5 * factor / 72, 12), round(factor / 61, 12),
+                                                          round(factor / 62, 12)]
+    # With a query embedding: the same answers (a past text has no dense lane, and recall ranks no
+    # second time by cosine since issue 15)
+    for k, want in ((1, ["m12"]), (3, ["m12", "m01", "m02"])):
         got = _recall(sql, "lisbon", before, k=k, embed=True)
         assert [h["name"] for h in got["hits"]] == want, got
         assert all(h["ranked_by"] == "past_text" for h in got["hits"])
-        assert got["hits"][0]["rank_recall"] == 2 and got["hits"][0]["rank_ecphory"] == 1
     # Today's text is porto: not found by lisbon.
     assert _recall(sql, "lisbon", None)["hits"] == []
 
@@ -115,6 +119,12 @@ def _rounded(value):
     return value
 
 
+def _as_of_view(answer):
+    """What an as_of recall read from the history: each hit's name, version, text and lane, the names reported."""
+    return {"hits": sorted((h["name"], h.get("as_of_version"), h.get("summary"), h.get("ranked_by")) for h in answer["hits"]),
+            **{key: answer[key] for key in ("as_of_past_text", "as_of_truncated", "as_of_redacted")}}
+
+
 SEED = [("office", "the office is in lisbon"), ("cat", "the cat is called miso and lives in lisbon"),
         ("deploy", "deploys happen on fridays")]
 
@@ -133,7 +143,8 @@ def test_versions_written_at_0015_answer_the_same_after_upgrade(empty_dsn):
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM dna.dna_versions WHERE text_digest IS NULL OR text_tsv IS NULL "
                             "OR ts_config IS NULL").fetchone()[0] == 0
-        assert _rounded({q: _recall(conn, q, before) for q in want}) == _rounded(want)
+        # the same history read (issue 15 multiplies scores by the memory factors: compared without scores)
+        assert {q: _as_of_view(_recall(conn, q, before)) for q in want} == {q: _as_of_view(a) for q, a in want.items()}
     migrate.downgrade(empty_dsn, "0015_governed_history")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'dna' "

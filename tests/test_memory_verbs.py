@@ -183,8 +183,9 @@ def test_recall_without_query_embedding_degrades_honestly(sql):
     assert all("semantic" not in h and "rank_dense" not in h for h in lexical["hits"])
     dense = recall(sql, "mutating documents safely", embed=True, now=NOW, reconsolidate=False)
     assert dense["degraded"] is False and dense["semantic"] is True
-    assert dense["hits"][0]["name"] == "rem-target" and dense["hits"][0]["rank_ecphory"] == 1
-    assert abs(dense["hits"][0]["semantic"] - 0.4364357804719849) < 1e-6   # float32 vectors
+    assert dense["hits"][0]["name"] == "rem-target" and dense["hits"][0]["rank_dense"] == 1
+    assert abs(dense["hits"][0]["similarity"] - 0.4364357804719849) < 1e-6   # float32 vectors
+    assert all("rank_ecphory" not in h for h in dense["hits"])   # no second ranking by cosine (issue 15)
     blank = recall(sql, "   ", now=NOW)
     assert blank["hits"] == [] and blank["degraded"] is False
     zero = one(sql, "SELECT dna.recall(%s, 'mutating', array_fill(0, ARRAY[384])::vector, now => %s)", (S, NOW))
@@ -218,15 +219,16 @@ def test_recall_reranks_by_retention_and_affect(sql):
     remember(sql, "alpha beta gamma delta", name="surprising", spec={"affect": "surprise"}, now=NOW)
     res = recall(sql, "alpha beta gamma delta", now=NOW, reconsolidate=False)
     by = {h["name"]: h for h in res["hits"]}
-    assert abs(by["surprising"]["score"] - by["surprising"]["search_score"] * 1.5) < 1e-12
-    assert abs(by["plain"]["score"] - by["plain"]["search_score"]) < 1e-12
+    # score = search_score x (1 + ecphory) x max(0.05, R) x affect (dna.memory_factors, issue 15)
+    assert abs(by["surprising"]["score"] - by["surprising"]["search_score"] * (1 + by["surprising"]["ecphory"]) * 1.5) < 1e-12
+    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * (1 + by["plain"]["ecphory"])) < 1e-12
     # An old, faint memory surfaced long ago decays: score x max(0.05, R).
     sql.execute("UPDATE dna.dna_instances SET spec = spec || '{\"last_surfaced\": \"2026-01-01T00:00:00+00:00\", "
                 "\"confidence_score\": \"faint\"}' WHERE name = 'plain'")
     res = recall(sql, "alpha beta gamma delta", now=NOW, reconsolidate=False)
     by = {h["name"]: h for h in res["hits"]}
     assert by["plain"]["retention"] == 0.0
-    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * 0.05) < 1e-12
+    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * (1 + by["plain"]["ecphory"]) * 0.05) < 1e-12
 
 
 def test_only_surfaced_memories_are_reinforced(sql):

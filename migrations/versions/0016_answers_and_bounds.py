@@ -39,6 +39,12 @@ beyond the halfvec range (±65504) is stored at unit length by the document door
 *lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
 score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;
 configuration, statistics and the entry points (``dna.bm25``, ``dna.bm25_explain``) stay.
+
+recall (issue 15 items 1-2): ``dna.recall`` gains ``decay`` (surfaced | written | off) and ``explain``
+(``before_recall.sql`` drops the 0015 signature, ``undo_recall.sql`` the new one and the
+``dna.memory_retention(jsonb, timestamptz, text)`` overload); it ranks ``dna.search``'s own ranking (lanes
+as deep as at k) times ``dna.memory_factors`` (memory_scoring.sql, new, with ``dna.memory_explain``) instead
+of fusing a second, cosine-led ecphory ranking by RRF; no table changes, no data rewritten.
 """
 import re
 import sys
