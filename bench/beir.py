@@ -20,7 +20,9 @@ Modes (pydna, all in PostgreSQL):
 - ``dense-exact``  exact cosine KNN (``ORDER BY embedding <=> q`` with ``enable_indexscan = off``);
 - ``dense-hnsw``   the dense lane as ``dna.search`` runs it (HNSW, iterative scan,
   ``hnsw.ef_search`` = its candidate depth, max(4k, 100));
-- ``hybrid``       ``dna.search`` with the query embedding (BM25 + HNSW, RRF) at its defaults.
+- ``hybrid``       ``dna.search`` with the query embedding (BM25 + HNSW) at its defaults (from 0016:
+                   the convex fusion, dense_weight 0.4).
+- ``hybrid-rrf``   the same with ``fusion => 'rrf'`` (RRF at its defaults: the default before 0016).
 
 Peers on the same documents, queries and vectors:
 
@@ -28,7 +30,7 @@ Peers on the same documents, queries and vectors:
   as pydna's defaults;
 - ``sqlite-fts5``  SQLite FTS5 ``bm25()`` (porter tokenizer; FTS5's fixed k1 = 1.2, b = 0.75), OR query;
 - ``sqlite-vec``   sqlite-vec ``vec0`` exact cosine KNN;
-- ``sqlite-hybrid`` FTS5 + sqlite-vec fused in Python by RRF with dna.search's default fusion settings
+- ``sqlite-hybrid`` FTS5 + sqlite-vec fused in Python by RRF with dna.search's RRF settings
   (depth max(4k, 100) per lane, weights dense 1 / lexical 1.5, k = 10), so only the lanes differ;
 - ``pg-ts_rank_cd``, ``pg-ts_rank``: PostgreSQL lexical lanes ranking the same OR query (dna.lexical_query)
   with ``ts_rank_cd`` / ``ts_rank`` (normalization 1, the best on the train split), no BM25.
@@ -156,6 +158,8 @@ def pct(values: list[float], p: float) -> float:
 # ------------------------------------------------------------------------------------------------
 
 SEARCH_SQL = ("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => %s)")
+# The RRF fusion (the default before 0016; fusion => 'rrf' since), measured beside the default.
+SEARCH_RRF_SQL = ("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => %s, fusion => 'rrf')")
 EXACT_SQL = ("SELECT t.name, 1 - (t.embedding <=> %(q)s) FROM dna.dna_search_docs_384 AS t "
              "WHERE t.scope = %(scope)s AND t.model_id = %(model)s AND t.embedding IS NOT NULL "
              "ORDER BY t.embedding <=> %(q)s, t.kind, t.name, t.tenant LIMIT %(k)s")
@@ -176,6 +180,8 @@ def pg_runner(conn, model_id: str, mode: str):
             return conn.execute(SEARCH_SQL, (SCOPE, text, None, model_id, k)).fetchall()
         if mode == "hybrid":
             return conn.execute(SEARCH_SQL, (SCOPE, text, Vector(vec), model_id, k)).fetchall()
+        if mode == "hybrid-rrf":
+            return conn.execute(SEARCH_RRF_SQL, (SCOPE, text, Vector(vec), model_id, k)).fetchall()
         if mode in ("pg-ts_rank_cd", "pg-ts_rank"):
             return conn.execute(TSRANK_SQL.format(fn=mode[3:]),
                                 {"text": text, "scope": SCOPE, "model": model_id, "k": k}).fetchall()
@@ -387,7 +393,7 @@ def main(argv=None) -> int:
         qvecs = {q: qmat[i] for i, q in enumerate(qids)}
 
         modes: dict[str, object] = {m: pg_runner(conn, model_id, m)
-                                    for m in ("lexical", "dense-exact", "dense-hnsw", "hybrid")}
+                                    for m in ("lexical", "dense-exact", "dense-hnsw", "hybrid", "hybrid-rrf")}
         peer_info = {}
         if not args.no_peers:
             modes["pg-ts_rank_cd"] = pg_runner(conn, model_id, "pg-ts_rank_cd")

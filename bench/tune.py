@@ -12,7 +12,9 @@ k = 10 call for:
 1. the text-search configuration (``english`` vs ``simple``, through ``dna.set_search_config``,
    which re-tokenizes the scope) with the BM25 lane alone, plus its latency;
 2. BM25 k1 × b (``dna.bm25(..., k1, b)``) on the chosen configuration;
-3. hybrid RRF settings of ``dna.search``: weights (dense, lexical) × rrf_k × per-lane depth.
+3. hybrid RRF settings of ``dna.search``: weights (dense, lexical) × rrf_k × per-lane depth;
+4. (step ``fusion``) the fusion of ``dna.search``: RRF at its defaults against the convex combination of
+   min-max normalised lane scores (``fusion => 'convex'``) at dense_weight 0.3 … 0.8.
 
 Prints the grid and the best cell of each, and writes JSON. The chosen values are the defaults
 in sql/bm25.sql and sql/search.sql; bench/RESULTS.md records the figures.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import sys
 import time
@@ -42,7 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--split", default="train")
-    ap.add_argument("--steps", default="ts_config,bm25,hybrid", help="comma list of ts_config, bm25, hybrid")
+    ap.add_argument("--steps", default="ts_config,bm25,hybrid", help="comma list of ts_config, bm25, hybrid, fusion")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     steps = set(args.steps.split(","))
@@ -114,13 +117,28 @@ def main(argv=None) -> int:
             out["hybrid"].append({"weights": [wd, wl], "rrf_k": rrf_k, "candidates": cand or "max(4k,40)",
                                   "nDCG@10": round(ndcg(run), 4)})
             console.print(f"hybrid {out['hybrid'][-1]}")
+        # 4. fusion: RRF (defaults) vs convex at dense_weight
+        out["fusion"] = []
+        cells = [("rrf", None)] + [("convex", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
+        for fusion, w in (cells if "fusion" in steps else ()):
+            lat, run = [], {}
+            for q in qids:
+                t = time.perf_counter()
+                run[q] = conn.execute("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => 10, fusion => %s, "
+                                      "dense_weight => %s)", (beir.SCOPE, queries[q], qvec[q], model, fusion, w)).fetchall()
+                lat.append((time.perf_counter() - t) * 1000)
+            out["fusion"].append({"fusion": fusion, "dense_weight": w, "nDCG@10": round(ndcg(run), 4),
+                                  "p50_ms": round(beir.pct(lat, 50), 2), "p95_ms": round(beir.pct(lat, 95), 2),
+                                  "load": os.getloadavg()})
+            console.print(f"fusion {out['fusion'][-1]}")
         client.close()
     finally:
         cleanup()
 
     out["best"] = {"ts_config": best_cfg,
                    "bm25": max(out["bm25"], key=lambda r: r["nDCG@10"], default=None),
-                   "hybrid": max(out["hybrid"], key=lambda r: r["nDCG@10"], default=None)}
+                   "hybrid": max(out["hybrid"], key=lambda r: r["nDCG@10"], default=None),
+                   "fusion": max(out["fusion"], key=lambda r: r["nDCG@10"], default=None)}
     console.print(f"best on {args.split}: {out['best']}")
     path = Path(args.out) if args.out else REPO / "bench" / "results" / f"tune-{root.name}-{'-'.join(sorted(steps))}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from pgvector import Vector
 from pgvector.psycopg import register_vector
 
 from pydna import migrate
-from pydna.embeddings.base import EmbeddingPort
+from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
 from pydna.sqlcalls import captured_notices, kinds_arg  # noqa: F401  (kinds_arg: re-exported)
 
@@ -222,6 +222,7 @@ class Client:
         self.dsn = dsn
         self._splitter = None
         self._closed = False
+        self._prefixes_checked: set[str] = set()  # model_ids whose registered role prefixes are the embedder's
         # On the embedded default server (connect() without a DSN): its data home and postmaster,
         # so that a server stopped or crashed since is started again on the next call.
         self._home = embedded_home
@@ -329,7 +330,10 @@ class Client:
         embeds = self.embedder is not None and model == self.embedder.model_id
         if embeds:
             # Once per call: stale_documents needs the model known even before its first vector.
-            self.conn.execute("SELECT dna.register_model(%s, %s)", (model, self.embedder.dims))
+            # The model_id's role prefixes are recorded with it: 22023 when the registry holds others.
+            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
+                              (model, self.embedder.dims, role_prefix(self.embedder, "query"),
+                               role_prefix(self.embedder, "document")))
         splitter = self.passage_splitter() if passages else None
         total = len(records) if isinstance(records, Sized) else None
         done = 0
@@ -376,7 +380,7 @@ class Client:
         embeddings: list[Vector | None] = [None] * len(batch)
         if stale:
             texts = [" ".join(p for p in (batch[i - 1].title, batch[i - 1].body) if p) for i in stale]
-            vectors = self.embedder.embed(texts)
+            vectors = embed_for(self.embedder, texts, "document")
             report.embedded_texts += len(texts)
             for i, vec in zip(stale, vectors):
                 embeddings[i - 1] = Vector([float(x) for x in vec])
@@ -454,8 +458,9 @@ class Client:
         model = model_id or (self.embedder.model_id if self.embedder is not None else None)  # None: no documents
         embedding, error = None, None
         if self.embedder is not None and model == self.embedder.model_id and query and query.strip():
+            self._check_prefixes(model)
             try:
-                embedding = Vector([float(x) for x in self.embedder.embed([query])[0]])
+                embedding = Vector([float(x) for x in embed_for(self.embedder, [query], "query")[0]])
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
         kinds = kinds_arg(kind)
@@ -479,6 +484,19 @@ class Client:
             degraded = not blank and (embedding is None or not any(embedding.to_list()))
         return SearchResult(hits=[Hit(*row[:-1]) for row in rows], degraded=degraded,
                             model_id=model, error=error, notices=notices)
+
+    def _check_prefixes(self, model: str) -> None:
+        """ValueError when the registry records other role prefixes for ``model`` than the embedder's
+        (once per model_id and client: the registry never changes them)."""
+        if model in self._prefixes_checked:
+            return
+        row = self.conn.execute("SELECT query_prefix, document_prefix FROM dna.model_prefixes(%s)", (model,)).fetchone()
+        mine = (role_prefix(self.embedder, "query"), role_prefix(self.embedder, "document"))
+        if row is not None and tuple(row) != mine:
+            raise ValueError(f"model_id {model!r} is registered with role prefixes {tuple(row)!r} (query, document), "
+                             f"the embedder has {mine!r}: vectors of another embedding space")
+        if row is not None:
+            self._prefixes_checked.add(model)
 
     def delete(self, scope: str, kind: str, name: str, *, tenant: str = "", model_id: str | None = None) -> int:
         """Remove a document from both lanes (all models when ``model_id`` is None); returns rows deleted."""

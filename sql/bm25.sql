@@ -30,18 +30,19 @@
 CREATE OR REPLACE FUNCTION dna.search_config(scope text)
 RETURNS TABLE (ts_config regconfig, bm25_k1 double precision, bm25_b double precision,
                weights double precision[], rrf_k double precision,
-               dense_candidates integer, lexical_candidates integer)
+               dense_candidates integer, lexical_candidates integer,
+               fusion text, dense_weight double precision)
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(c.ts_config, 'english'::regconfig), coalesce(c.bm25_k1, 1.2), coalesce(c.bm25_b, 0.4),
-           c.weights, c.rrf_k, c.dense_candidates, c.lexical_candidates
+           c.weights, c.rrf_k, c.dense_candidates, c.lexical_candidates, c.fusion, c.dense_weight
     FROM (SELECT 1) AS one
     LEFT JOIN dna.dna_search_config AS c ON c.scope = search_config.scope
 $$;
 
 COMMENT ON FUNCTION dna.search_config(text) IS
 'The search settings of a scope, defaults filled in: ts_config (regconfig, default english), bm25_k1 '
-'(default 1.2), bm25_b (default 0.4); weights, rrf_k, dense_candidates and lexical_candidates are NULL '
+'(default 1.2), bm25_b (default 0.4); weights, rrf_k, dense_candidates, lexical_candidates, fusion and dense_weight are NULL '
 'unless set, meaning dna.search''s built-in defaults. Always one row.';
 
 CREATE OR REPLACE FUNCTION dna.set_search_config(
@@ -49,7 +50,7 @@ CREATE OR REPLACE FUNCTION dna.set_search_config(
     bm25_k1 double precision DEFAULT NULL, bm25_b double precision DEFAULT NULL,
     weights double precision[] DEFAULT NULL, rrf_k double precision DEFAULT NULL,
     dense_candidates integer DEFAULT NULL, lexical_candidates integer DEFAULT NULL,
-    reset boolean DEFAULT false)
+    reset boolean DEFAULT false, fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -72,6 +73,12 @@ BEGIN
         RAISE EXCEPTION 'weights must hold 2 finite values >= 0 (dense, lexical), got %', weights
             USING ERRCODE = '22023';
     END IF;
+    IF fusion IS NOT NULL AND fusion NOT IN ('rrf', 'convex') THEN      -- dna.search's fusion (sql/search.sql)
+        RAISE EXCEPTION 'fusion must be ''rrf'' or ''convex'', got %', quote_literal(fusion) USING ERRCODE = '22023';
+    END IF;
+    IF dense_weight IS NOT NULL AND NOT (dense_weight >= 0 AND dense_weight <= 1) THEN
+        RAISE EXCEPTION 'dense_weight must be between 0 and 1, got %', dense_weight USING ERRCODE = '22023';
+    END IF;
     IF rrf_k IS NOT NULL AND NOT (rrf_k > 0 AND rrf_k < 'Infinity') THEN
         RAISE EXCEPTION 'rrf_k must be a finite number > 0, got %', rrf_k USING ERRCODE = '22023';
     END IF;
@@ -91,6 +98,8 @@ BEGIN
         rrf_k = CASE WHEN reset THEN rrf_k ELSE coalesce(rrf_k, c.rrf_k) END,
         dense_candidates = CASE WHEN reset THEN dense_candidates ELSE coalesce(dense_candidates, c.dense_candidates) END,
         lexical_candidates = CASE WHEN reset THEN lexical_candidates ELSE coalesce(lexical_candidates, c.lexical_candidates) END,
+        fusion = CASE WHEN reset THEN fusion ELSE coalesce(fusion, c.fusion) END,
+        dense_weight = CASE WHEN reset THEN dense_weight ELSE coalesce(dense_weight, c.dense_weight) END,
         updated_at = now()
     WHERE c.scope = scope
     RETURNING * INTO cur;
@@ -110,16 +119,18 @@ BEGIN
                               'weights', to_jsonb(cur.weights), 'rrf_k', cur.rrf_k,
                               'dense_candidates', cur.dense_candidates,
                               'lexical_candidates', cur.lexical_candidates,
+                              'fusion', cur.fusion, 'dense_weight', cur.dense_weight,
                               'retokenized', retokenized);
 END
 $$;
 
-COMMENT ON FUNCTION dna.set_search_config(text, regconfig, double precision, double precision, double precision[], double precision, integer, integer, boolean) IS
+COMMENT ON FUNCTION dna.set_search_config(text, regconfig, double precision, double precision, double precision[], double precision, integer, integer, boolean, text, double precision) IS
 'Sets the search settings of a scope; NULL arguments keep the current value (reset => true sets every '
 'setting to its argument, NULL meaning the built-in default). ts_config: the text-search configuration '
 '(e.g. english, simple) of documents and queries; changing it re-tokenizes the scope''s documents in '
 'this transaction. bm25_k1 in [0, 100], bm25_b in [0, 1]; weights (dense, lexical) >= 0, rrf_k > 0 and '
-'per-lane candidate depths in [1, 10000] are dna.search''s defaults for this scope. Returns the '
+'per-lane candidate depths in [1, 10000], fusion (''rrf'' or ''convex'') and dense_weight in [0, 1] (the convex '
+'fusion''s) are dna.search''s defaults for this scope. Returns the '
 'effective settings and the number of re-tokenized documents. Errors: 22023 (out-of-range values, '
 'blank scope), 42704 (unknown regconfig, from the cast).';
 

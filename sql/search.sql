@@ -120,43 +120,69 @@ $$;
 COMMENT ON FUNCTION dna.search_widths() IS
 'The embedding widths that have a search table, ascending (from the catalog).';
 
-CREATE OR REPLACE FUNCTION dna.register_model(model_id text, dims integer, description text DEFAULT NULL)
+CREATE OR REPLACE FUNCTION dna.register_model(model_id text, dims integer, description text DEFAULT NULL,
+                                              query_prefix text DEFAULT NULL, document_prefix text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_variable
 DECLARE
-    known integer;
+    known record;
 BEGIN
     PERFORM dna.check_key('model_id', model_id, 200);
     IF dims IS NULL OR dims < 1 THEN
         RAISE EXCEPTION 'dims must be a positive integer, got %', dims USING ERRCODE = '22023';
     END IF;
-    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
-    IF known <> dims THEN                                 -- a wrong-width vector: 22023 before any 42P01
-        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
-            USING ERRCODE = '22023',
-                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+    IF length(query_prefix) > 500 OR length(document_prefix) > 500 THEN
+        RAISE EXCEPTION 'role prefixes are at most 500 characters long' USING ERRCODE = '22001';
     END IF;
-    PERFORM dna.search_table(dims);                       -- unknown width: fail before writing
-    INSERT INTO dna.dna_models AS m (model_id, dims, description)
-    VALUES (model_id, dims, description)
-    ON CONFLICT ON CONSTRAINT dna_models_pkey DO NOTHING;
-    SELECT m.dims INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
-    IF known <> dims THEN
-        RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known, dims
-            USING ERRCODE = '22023',
-                  HINT = 'A model_id names one embedding space: give another artifact another model_id.';
-    END IF;
-    RETURN jsonb_build_object('model_id', model_id, 'dims', known,
-                              'table', dna.search_table(known)::text);
+    FOR i IN 1 .. 2 LOOP                                 -- before the insert (a wrong-width vector: 22023 before any 42P01), and after it
+        SELECT m.dims, m.query_prefix, m.document_prefix INTO known FROM dna.dna_models AS m WHERE m.model_id = model_id;
+        IF known.dims <> dims THEN
+            RAISE EXCEPTION 'model_id % is registered with % dimensions, not %', quote_literal(model_id), known.dims, dims
+                USING ERRCODE = '22023',
+                      HINT = 'A model_id names one embedding space: give another artifact another model_id.';
+        END IF;
+        IF known.dims IS NOT NULL AND (query_prefix IS DISTINCT FROM known.query_prefix AND query_prefix IS NOT NULL
+                                       OR document_prefix IS DISTINCT FROM known.document_prefix AND document_prefix IS NOT NULL) THEN
+            RAISE EXCEPTION 'model_id % is registered with role prefixes (query %, document %), not (query %, document %)',
+                quote_literal(model_id), quote_literal(known.query_prefix), quote_literal(known.document_prefix),
+                quote_literal(coalesce(query_prefix, known.query_prefix)),
+                quote_literal(coalesce(document_prefix, known.document_prefix))
+                USING ERRCODE = '22023',
+                      HINT = 'Vectors embedded with other role prefixes are another embedding space: give them another model_id.';
+        END IF;
+        EXIT WHEN i = 2;
+        PERFORM dna.search_table(dims);                   -- unknown width: fail before writing
+        INSERT INTO dna.dna_models AS m (model_id, dims, description, query_prefix, document_prefix)
+        VALUES (model_id, dims, description, coalesce(query_prefix, ''), coalesce(document_prefix, ''))
+        ON CONFLICT ON CONSTRAINT dna_models_pkey DO NOTHING;
+    END LOOP;
+    RETURN jsonb_build_object('model_id', model_id, 'dims', known.dims, 'table', dna.search_table(known.dims)::text,
+                              'query_prefix', known.query_prefix, 'document_prefix', known.document_prefix);
 END
 $$;
 
-COMMENT ON FUNCTION dna.register_model(text, integer, text) IS
-'Registers model_id with its embedding width (idempotent). Returns {model_id, dims, table}. '
-'Errors: 22023 for a blank model_id, dims < 1, or a model_id already registered with another width; '
-'42P01 when no search table exists for that width (nothing is written).';
+COMMENT ON FUNCTION dna.register_model(text, integer, text, text, text) IS
+'Registers model_id with its embedding width and its role prefixes (idempotent): query_prefix is put before '
+'a query and document_prefix before a document before embedding (e5: ''query: '' / ''passage: ''; bge v1.5: '
+'its query instruction / ; MiniLM: none). NULL prefixes:  for a new model_id, unchecked for a known '
+'one. A model_id names one embedding space with its prefixes, so a scope never holds vectors of two '
+'purposes under one model_id. Returns {model_id, dims, table, query_prefix, document_prefix}. '
+'Errors: 22023 for a blank model_id, dims < 1, or a model_id already registered with another width or '
+'other prefixes; 22001 for a prefix over 500 characters; 42P01 when no search table exists for that width '
+'(nothing is written).';
+
+CREATE OR REPLACE FUNCTION dna.model_prefixes(model_id text)
+RETURNS TABLE (query_prefix text, document_prefix text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT m.query_prefix, m.document_prefix FROM dna.dna_models AS m WHERE m.model_id = model_prefixes.model_id
+$$;
+
+COMMENT ON FUNCTION dna.model_prefixes(text) IS
+'The role prefixes model_id is registered with (dna.register_model): query_prefix before a query, '
+'document_prefix before a document, '''' for none; no row for an unknown model_id. The client embeds with them.';
 
 DROP FUNCTION IF EXISTS dna.model_dims(text);  -- before the scope parameter
 CREATE OR REPLACE FUNCTION dna.model_dims(model_id text, scope text DEFAULT NULL)
@@ -391,15 +417,20 @@ BEGIN
 
     -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in
     -- values chosen on the SciFact TRAIN split (bench/tune.py; bench/RESULTS.md): each lane fetches
-    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10. A lane always holds the
-    -- window (offset + k): pages of one size compose (one ranking) while offset + k is within it.
+    -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10; and the fusion, chosen on
+    -- SciFact TRAIN and the LoCoMo dev split (bench/tune.py --steps fusion, bench/locomo_fusion.py):
+    -- convex with dense_weight 0.4 (RRF: fusion => 'rrf'). The lane depths do not depend on
+    -- offset, so the pages of one size (and candidates) are windows of one ranking: they compose.
     SELECT * INTO cfg FROM dna.search_config(scope);
-    dense_depth := greatest(coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100)), "offset" + k);
-    lexical_depth := greatest(coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100)), "offset" + k);
+    dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100));
+    lexical_depth := coalesce(candidates, cfg.lexical_candidates, greatest(4 * k, 100));
+    -- weights and rrf_k are RRF's: given (by the call, or the scope) without a fusion, they select it,
+    -- so a caller that turns a lane off with weights => '{1,0}' keeps what it asked for.
+    fusion := coalesce(fusion, CASE WHEN weights IS NOT NULL OR rrf_k IS NOT NULL THEN 'rrf' END, cfg.fusion,
+                       CASE WHEN cfg.weights IS NOT NULL OR cfg.rrf_k IS NOT NULL THEN 'rrf' END, 'convex');
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
-    fusion := coalesce(fusion, 'rrf');
-    dense_weight := coalesce(dense_weight, 0.5);
+    dense_weight := coalesce(dense_weight, cfg.dense_weight, 0.4);
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
@@ -614,14 +645,16 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
 'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
-'rrf_k) (fusion => ''rrf'', the default) or, fusion => ''convex'', by dna.convex_fusion: dense_weight (0..1, default 0.5) x the '
+'rrf_k) (fusion => ''rrf'') or, fusion => ''convex'' (the default), by dna.convex_fusion: dense_weight (0..1, default 0.4) x the '
 'cosine plus (1 - dense_weight) x the BM25 score, each min-max normalised over its lane''s candidates for this query '
-'(dna.min_max; absent from a lane: 0; score then in [0, 1]; weights and rrf_k are RRF''s and unused). model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
+'(dna.min_max; absent from a lane: 0; score then in [0, 1]). weights and rrf_k are RRF''s: given by the call or the '
+'scope''s setting without a fusion (call, then scope), they select RRF. model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
 'and no rows for a scope with none). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
-'train split) candidates = max(4k, 100) per lane (never fewer than offset + k), weights (dense 1, lexical 1.5), rrf_k 10. '
+'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10; '
+'(chosen on SciFact train and the LoCoMo dev split, bench/RESULTS.md) fusion convex, dense_weight 0.4. '
 'Returns at most k (0..1000, default 10) dna.search_hit rows: ranks offset+1 .. offset+k (offset 0..9000, default 0) of one ranking ordered '
-'by score DESC then (kind, name, tenant, passage), so pages of one size compose while offset + k is within the lane depth '
-'(candidates). score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
+'by score DESC then (kind, name, tenant, passage); the lane depths do not depend on offset, so pages of one size '
+'(and candidates) compose, and pages past the fused candidates are empty. score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
 'in [-1, 1], lexical_score = BM25 (>= 0), all three rounded to 12 significant digits (dna.score_round) so that '
 'mathematically equal scores tie and order by key; ranks 1-based or NULL when absent from a lane; degraded = true '
 'when query_embedding is NULL or the zero vector (lexical only). Relevance floors: min_similarity (cosine in [-1, 1]) '

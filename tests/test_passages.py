@@ -272,6 +272,7 @@ def test_upgrade_keeps_documents_as_passage_0_and_downgrade_refuses_to_lose_pass
     migrate.upgrade(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         register_vector(conn)
+        conn.execute("SELECT dna.set_search_config('s', fusion => 'rrf')")  # 0016's default fusion is convex
         assert conn.execute(query, (MODEL,)).fetchall() == before
         assert conn.execute("SELECT array_agg(DISTINCT passage) FROM dna.dna_search_docs_384").fetchone()[0] == [0]
         _index(conn, "guide", GUIDE)

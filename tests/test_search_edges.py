@@ -64,7 +64,7 @@ def test_weights_must_be_finite_and_non_negative(sql, weights):
 
 def test_zero_weight_turns_a_lane_off_and_rrf_keeps_null_weight_as_one(sql):
     _index(sql, "w0", [("a", "alpha beta"), ("b", "beta gamma delta")])
-    rows = _search(sql, "w0", "beta gamma", weights=[0.0, 1.0])
+    rows = _search(sql, "w0", "beta gamma", weights=[0.0, 1.0], fusion="rrf")
     assert [r[0] for r in rows] == ["b", "a"]          # the lexical order alone
     assert sql.execute("SELECT dna.rrf(ARRAY[1, 1], ARRAY[NULL, 2]::float8[], 9)").fetchone()[0] == pytest.approx(0.3)
 
@@ -187,7 +187,7 @@ def test_small_scope_is_exact_before_and_after_analyze(sql):
     query = "word3 word5 word1 common"
 
     def dense(**args):
-        rows = _search(sql, "exact", query, k=50, weights=[1.0, 0.0], candidates=50, **args)
+        rows = _search(sql, "exact", query, k=50, weights=[1.0, 0.0], fusion="rrf", candidates=50, **args)
         return [r[0] for r in sorted(rows, key=lambda r: r[4])], {r[7] for r in rows}
 
     before, flag = dense()
@@ -210,7 +210,7 @@ def test_exact_true_on_a_large_scope_matches_brute_force(sql):
     sql.execute("ANALYZE dna.dna_search_docs_384")
     probe = "(SELECT embedding FROM dna.dna_search_docs_384 WHERE scope = 'wide' AND name = 'v7')"
     rows = sql.execute(f"SELECT name, dense_exact FROM dna.search('wide', 'vector', {probe}, %s, k => 20, "
-                       "weights => '{1,0}', candidates => 20, exact => true)", (MODEL,)).fetchall()
+                       "weights => '{1,0}', fusion => 'rrf', candidates => 20, exact => true)", (MODEL,)).fetchall()
     truth = [r[0] for r in sql.execute(
         f"SELECT name FROM dna.dna_search_docs_384 WHERE scope = 'wide' "
         f"ORDER BY dna.score_round(1 - (embedding <=> {probe})) DESC, name LIMIT 20")]

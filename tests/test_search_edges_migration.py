@@ -1,6 +1,6 @@
 """Revision 0016 (topic search) upgrades a 0015_governed_history database with documents and memories:
 dna.search answers the same (scores now rounded to 12 significant digits), the hit gains dense_exact and
-the floor counts, and the downgrade gives 0015's dna.search and hit type back with the data."""
+the floor counts, RRF is asked for by fusion => 'rrf' (the default is now the convex fusion), and the downgrade gives 0015's dna.search and hit type back with the data."""
 from __future__ import annotations
 
 import psycopg
@@ -21,11 +21,12 @@ def _seed(conn):
                      (Jsonb({"summary": text}), f"m{i}", text, MODEL))
 
 
-def _answers(conn):
+def _answers(conn, rrf=""):
+    """dna.search's answers; rrf: the argument that asks for RRF (from 0016 the default fusion is convex)."""
     out = []
     for scope, query in (("docs", "beta delta"), ("docs", "gamma"), ("team", "office lisbon")):
         out.append([(r[0], r[1], round(r[2], 9), r[3], r[4]) for r in conn.execute(
-            "SELECT kind, name, score, rank_dense, rank_lexical FROM dna.search(%s, %s, dna.fake_embed(%s), %s)",
+            f"SELECT kind, name, score, rank_dense, rank_lexical FROM dna.search(%s, %s, dna.fake_embed(%s), %s{rrf})",
             (scope, query, query, MODEL))])
     return out
 
@@ -49,7 +50,12 @@ def test_upgrade_from_0015_keeps_search_answers_and_downgrades(empty_dsn):
         assert _signatures(conn) == {OLD_SEARCH}
     migrate.upgrade(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        assert _answers(conn) == before
+        assert _answers(conn, ", fusion => 'rrf'") == before
+        conn.execute("SELECT dna.set_search_config('docs', fusion => 'rrf'), dna.set_search_config('team', fusion => 'rrf')")
+        assert _answers(conn) == before                          # a scope set to RRF answers as before
+        assert conn.execute("SELECT fusion FROM dna.search_config('docs')").fetchone()[0] == "rrf"
+        conn.execute("SELECT dna.set_search_config('docs', reset => true), dna.set_search_config('team', reset => true)")
+        assert _answers(conn) != before                          # the default is the convex fusion
         assert len(_signatures(conn)) == 1 and OLD_SEARCH not in _signatures(conn)
         assert _hit_attributes(conn) == old_attributes + ["dense_exact", "floor_removed_dense", "floor_removed_lexical"]
         rows = conn.execute("SELECT name, dense_exact, floor_removed_dense FROM dna.search('docs', 'beta', "

@@ -6,12 +6,15 @@ tokenizers.
 """
 from __future__ import annotations
 
-from pydna.embeddings.base import EmbeddingPort, EmbeddingError
+from pydna.embeddings.base import KNOWN_ROLE_PREFIXES, EmbeddingError, EmbeddingPort, embed_for, role_prefix
 from pydna.embeddings.fake import FAKE_MODEL_ID, FakeEmbeddingProvider, fake_embed_one
 
 __all__ = [
     "EmbeddingPort",
     "EmbeddingError",
+    "KNOWN_ROLE_PREFIXES",
+    "embed_for",
+    "role_prefix",
     "FakeEmbeddingProvider",
     "FAKE_MODEL_ID",
     "fake_embed_one",

@@ -325,6 +325,11 @@ class OnnxEmbeddingProvider:
         float rounding (~1e-6).
     allow_download:
         Whether the hub fallback may download (False: hub cache only).
+    query_prefix, document_prefix:
+        Role prefixes put before a query / a document by ``pydna.embeddings.embed_for`` (e5:
+        ``"query: "`` / ``"passage: "``; see ``KNOWN_ROLE_PREFIXES``). Default none (all-MiniLM-L6-v2
+        has none: its vectors are unchanged). With prefixes, a derived ``model_id`` gets the suffix
+        ``+roles-<8 hex of their sha256>``: other prefixes are another embedding space.
 
     Attributes: ``dims`` = 384; ``model_id`` and ``compute`` (see above); ``source``
     (:class:`ModelSource`).
@@ -350,6 +355,8 @@ class OnnxEmbeddingProvider:
         threads: int | None = None,
         sort_by_length: bool = True,
         allow_download: bool = True,
+        query_prefix: str = "",
+        document_prefix: str = "",
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -370,6 +377,8 @@ class OnnxEmbeddingProvider:
         self._compute: str | None = None
         self._model_id_override = model_id
         self._model_id: str | None = model_id
+        self.query_prefix = str(query_prefix)        # role prefixes (pydna.embeddings.embed_for)
+        self.document_prefix = str(document_prefix)
         self._digest: str | None = None
         self._lock = threading.RLock()
         self._session = None
@@ -413,6 +422,9 @@ class OnnxEmbeddingProvider:
                 else:
                     assert self._digest is not None
                     self._model_id = f"onnx-sha256-{self._digest[:16]}"
+                if self.query_prefix or self.document_prefix:   # other prefixes: another embedding space
+                    roles = hashlib.sha256(f"{self.query_prefix}\0{self.document_prefix}".encode()).hexdigest()
+                    self._model_id += f"+roles-{roles[:8]}"
             self._compute = compute
 
     @property
