@@ -45,6 +45,19 @@ recall (issue 15 items 1-2): ``dna.recall`` gains ``decay`` (surfaced | written 
 ``dna.memory_retention(jsonb, timestamptz, text)`` overload); it ranks ``dna.search``'s own ranking (lanes
 as deep as at k) times ``dna.memory_factors`` (memory_scoring.sql, new, with ``dna.memory_explain``) instead
 of fusing a second, cosine-led ecphory ranking by RRF; no table changes, no data rewritten.
+
+search (issue 15 items 3-5, issue 13 item 2): ``dna.search`` gains ``offset``, ``min_similarity``,
+``min_lexical_score``, ``exact``, ``fusion`` and ``dense_weight`` (``before_search.sql`` drops the 0013
+signature, ``undo_search.sql`` the new one); ``dna.search_hit`` gains ``dense_exact``,
+``floor_removed_dense`` and ``floor_removed_lexical``; scores are rounded to 12 significant digits
+(``dna.score_round``, fusion.sql) so equal scores order by key; a zero query vector is degraded; weights
+must be finite and >= 0 (``dna.check_weights``); model_id NULL is the scope's model (``dna.scope_model``).
+The default fusion becomes the convex combination of min-max normalised lane scores (dense weight 0.4,
+``dna.convex_fusion``); ``fusion => 'rrf'`` (or weights/rrf_k without a fusion) is RRF as before.
+``dna_search_config`` gains ``fusion`` and ``dense_weight`` (``dna.set_search_config`` /
+``dna.search_config``, bm25.sql); ``dna_models`` gains ``query_prefix`` and ``document_prefix``
+(``dna.register_model`` checks them, ``dna.model_prefixes``), default ``''`` for every model already
+registered. ``dna.fake_embed`` lowers as Python does (``İ``, KELVIN SIGN), independent of the collation.
 """
 import re
 import sys
