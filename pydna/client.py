@@ -115,6 +115,7 @@ class Hit:
     dense_exact: bool | None = None  # the dense lane was an exact scan (True) or HNSW (False); None: degraded
     floor_removed_dense: int | None = None  # candidates min_similarity removed (None: no such floor)
     floor_removed_lexical: int | None = None  # candidates min_lexical_score removed (None: no such floor)
+    explain: dict | None = None  # with explain=True: lane ranks, raw scores, fusion terms, the answer's receipt
 
 
 @dataclass
@@ -436,7 +437,7 @@ class Client:
                include_retired: bool = False, passages: bool = False, offset: int = 0,
                min_similarity: float | None = None, min_lexical_score: float | None = None,
                exact: bool | None = None, fusion: str | None = None,
-               dense_weight: float | None = None) -> SearchResult:
+               dense_weight: float | None = None, explain: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -449,7 +450,10 @@ class Client:
         emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
         (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'rrf'``
         (default) or ``'convex'`` (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised
-        BM25); None: the scope's setting, else the built-in default.
+        BM25); None: the scope's setting, else the built-in default. ``explain=True``: every hit's
+        ``explain`` holds its lanes' ranks, raw scores and fusion terms and the answer's receipt (the
+        dense lane's path — HNSW or exact scan —, ef_search, candidates per lane, filters, floors,
+        degradation; see ``dna.search``).
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
@@ -468,15 +472,16 @@ class Client:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
                 "rank_dense, rank_lexical, personal, passage, heading, char_start, char_end, highlight, "
-                "dense_exact, floor_removed_dense, floor_removed_lexical, degraded "
+                "dense_exact, floor_removed_dense, floor_removed_lexical, explain, degraded "
                 "FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
                 "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s, "
                 "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s, "
-                "fusion => %s, dense_weight => %s)",
+                "fusion => %s, dense_weight => %s, explain => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  list(weights) if weights else None, personal, include_retired, valid_time,
-                 passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight)).fetchall()
+                 passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight,
+                 explain)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         if rows:
             degraded = rows[0][-1]  # the server's word: no embedding, or the zero vector

@@ -342,7 +342,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL,
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
     min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
-    fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL)
+    fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -364,6 +364,8 @@ DECLARE
     returned bigint;
     removed_dense bigint;
     removed_lexical bigint;
+    plan text;
+    answer jsonb;
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_key('scope', scope, 200);
@@ -552,6 +554,40 @@ BEGIN
          ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
          LIMIT $13';
 
+    -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
+    -- completed in the statement by the candidate counts; the dense lane's path is read from its plan.
+    IF explain THEN
+        IF NOT degraded THEN
+            EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
+                USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+                      weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
+                      CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
+        END IF;
+        answer := jsonb_build_object(
+            'k', k, 'offset', "offset", 'model_id', model_id,
+            'fusion', CASE WHEN fusion = 'convex' THEN jsonb_build_object('method', 'convex', 'dense_weight', dense_weight,
+                                                                          'normalisation', 'min-max over the lane''s candidates')
+                           ELSE jsonb_build_object('method', 'rrf', 'weights', to_jsonb(weights), 'rrf_k', rrf_k) END,
+            'degraded', degraded,
+            'degradation', CASE WHEN query_embedding IS NULL THEN 'no query embedding: lexical only'
+                                WHEN degraded THEN 'the query embedding is the zero vector: lexical only' END,
+            'dense', CASE WHEN degraded THEN jsonb_build_object('path', 'none')
+                          ELSE jsonb_build_object(
+                              'path', CASE WHEN plan LIKE '%hnsw%' THEN 'hnsw' ELSE 'exact scan' END,
+                              'exact_rule', CASE WHEN exact IS NULL THEN format('exact when the scope holds <= %s rows of the model', dna.exact_scan_rows())
+                                                 WHEN exact THEN 'exact => true' ELSE 'exact => false' END,
+                              'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN least(greatest(dense_depth, 40), 1000) END,
+                              'iterative_scan', CASE WHEN plan LIKE '%hnsw%' THEN 'strict_order' END,
+                              'depth', dense_depth, 'min_similarity', min_similarity) END,
+            'lexical', jsonb_build_object('scoring', 'BM25', 'k1', cfg.bm25_k1, 'b', cfg.bm25_b, 'ts_config', cfg.ts_config::text,
+                                          'terms', to_jsonb(terms), 'depth', lexical_depth,
+                                          'cut_at', CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END,
+                                          'min_lexical_score', min_lexical_score),
+            'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'name_prefix', name_prefix, 'tenant', tenant,
+                                          'personal', coalesce(personal, false), 'valid_time', valid_time,
+                                          'out_of_force_at_valid_time', retired, 'passages', coalesce(passages, false)));
+    END IF;
+
     -- Relevance floors (min_similarity on the dense lane, min_lexical_score on the lexical lane)
     -- remove candidates from their lane after it is ranked (lane ranks keep their meaning); a hit
     -- may still come from the other lane. Every hit carries how many candidates each floor removed.
@@ -581,7 +617,18 @@ BEGIN
                         THEN dna.convex_fusion(dna.min_max(d.similarity, ds.lo, ds.hi),
                                                dna.min_max(l.lexical_score, ls.lo, ls.hi), $26)
                         ELSE dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) END) AS score,
-                    d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical
+                    d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical,
+                    CASE WHEN $27 THEN jsonb_build_object(
+                        ''dense'', CASE WHEN d.rnk IS NOT NULL THEN jsonb_build_object(
+                            ''rank'', d.rnk, ''similarity'', d.similarity,
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(d.similarity, ds.lo, ds.hi) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN $26 * dna.min_max(d.similarity, ds.lo, ds.hi)
+                                           ELSE $9[1] / ($10 + d.rnk) END) END,
+                        ''lexical'', CASE WHEN l.rnk IS NOT NULL THEN jsonb_build_object(
+                            ''rank'', l.rnk, ''bm25'', l.lexical_score,
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(l.lexical_score, ls.lo, ls.hi) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN (1 - $26) * dna.min_max(l.lexical_score, ls.lo, ls.hi)
+                                           ELSE $9[2] / ($10 + l.rnk) END) END) END AS lanes
              FROM dense AS d FULL JOIN lexical AS l
                ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
              CROSS JOIN (SELECT min(x.similarity) AS lo, max(x.similarity) AS hi FROM dense AS x) AS ds
@@ -606,7 +653,15 @@ BEGIN
                      THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
                                       ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
                 END,
-                CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical
+                CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical,
+                CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
+                    || jsonb_build_object(
+                        ''dense'', $28::jsonb -> ''dense'' || jsonb_build_object(
+                            ''candidates'', (SELECT count(*) FROM dense_all), ''removed_by_floor'', r.dense),
+                        ''lexical'', $28::jsonb -> ''lexical'' || jsonb_build_object(
+                            ''candidates'', (SELECT count(*) FROM lexical_all), ''removed_by_floor'', r.lexical,
+                            ''exact'', coalesce((SELECT bool_and(x.exact) FROM lexical_all AS x), true)),
+                        ''fused_candidates'', (SELECT count(*) FROM fused))) END
          FROM best AS f
          CROSS JOIN removed AS r
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
@@ -616,7 +671,8 @@ BEGIN
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
-              dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight;
+              dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
+              coalesce(explain, false), answer;
     GET DIAGNOSTICS returned = ROW_COUNT;
     -- An empty answer under a floor is "nothing known above the floor", not "no documents": say
     -- how many candidates each floor removed (the hits carry the counts when there are hits).
@@ -630,7 +686,8 @@ BEGIN
                   weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
                   CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
-                  dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight;
+                  dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
+              coalesce(explain, false), answer;
         RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
                      'min_lexical_score % removed % lexical candidates',
             coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
@@ -640,7 +697,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -676,6 +733,12 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'the hit carries; passages => true answers every passage (a document may then appear several times). '
 'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline, up '
 'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
-'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. NOTICEs (SQLSTATE 02000): a '
+'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. '
+'explain => true: every hit''s explain (jsonb) holds dense / lexical {rank, similarity | bm25, normalised (convex), term: the '
+'lane''s part of the score} (NULL for a lane the hit is absent from), score, and answer: {k, offset, model_id, fusion {method, '
+'dense_weight | weights, rrf_k}, degraded, degradation, dense {path: hnsw | exact scan | none (from the lane''s plan), exact_rule, '
+'ef_search, iterative_scan, depth, candidates, min_similarity, removed_by_floor}, lexical {scoring, k1, b, ts_config, terms, depth, '
+'cut_at, candidates, exact, min_lexical_score, removed_by_floor}, filters {kinds, name_prefix, tenant, personal, valid_time, '
+'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
 'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there, '
 'an answer the relevance floors emptied.';
