@@ -63,7 +63,12 @@ DECLARE
     rarest bigint;
     mem bigint;                  -- memtable postings of the query terms that a Kind filter leaves
     plain boolean;               -- no memtable posting, tombstone or shadowed row to merge or filter
-    floor_acc float8;            -- a lower bound of the (C+1)-th partial sum (plain budgeted path)
+    floor_acc float8;            -- a lower bound of the lim-th partial sum
+    lim integer;                 -- partial sums kept: C + 1, and room for the suspects
+    full_heap boolean;           -- the heap held lim documents (others may lie below)
+    others boolean;              -- a document outside the candidates has a partial sum
+    n_sus bigint;                -- documents with a tombstone among the kept partial sums
+    n_plain bigint;              -- candidates without a tombstone
     spent integer;
     docs bigint[];
     accs float8[];
@@ -233,80 +238,113 @@ BEGIN
     --    (tombstoned and shadowed documents left out). Hash aggregation of the partial sums is
     --    most of the lane's time (~0.5 us per document read): every posting the budget reads is
     --    a competitive one, so none can be skipped before it.
-    -- The top C + 1 cut copies every document it sees into a heap; most can be left out first.
+    -- Tombstoned postings are not left out per posting (a hashed probe of every posting cost as
+    -- much as the rest of the step, bench/RESULTS.md "after live writes"): the partial sum of a
+    -- document with a tombstone may count its removed postings, so it is only an upper bound.
+    -- Such documents ("suspects") among the best are all rescored from their forward rows (a
+    -- removed document has none, a changed one has its new terms), and the cut is taken over the
+    -- others: `lim` leaves room for up to min(tombstones, C) suspects beside the best C (more
+    -- when they fill it).
+    lim := cand + 1 + CASE WHEN st.tombstones > 0 THEN least(st.tombstones, cand)::integer ELSE 0 END;
+    -- The top `lim` cut copies every document it sees into a heap; most can be left out first.
     -- The postings of one chunk are distinct documents, each with a partial sum at least its
-    -- contribution there (memtable postings only add to it), so the (C+1)-th contribution of a
-    -- first chunk (impact ranks 1..256) among documents still in the partition (not tombstoned in
-    -- that segment, not shadowed) is a lower bound of the (C+1)-th partial sum: documents below it
-    -- cannot be in the cut (~5% of them pass at 1M). The cut itself is unchanged.
-    SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
-    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
-             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-    JOIN dna.dna_bm25_chunks AS c
-      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
-    CROSS JOIN LATERAL (
-        SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
-                                / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
-                         FROM unnest(c.postings[1:ch.take]) AS x (p)
-                         WHERE plain
-                            OR NOT (ch.base + (x.p & 8589934591) = ANY (st.shadowed))
-                               AND NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
-                                               WHERE st.tombstones > 0 AND t.scope = scope AND t.model_id = model_id
-                                                 AND t.tenant = ch.tenant AND t.seg_id = ch.seg_id
-                                                 AND t.doc_id = ch.base + (x.p & 8589934591))) AS y
-        ORDER BY y.v DESC OFFSET cand LIMIT 1) AS k
-    WHERE ch.chunk = 0 AND ch.take > cand;
-    IF plain THEN
-        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
-        INTO docs, accs
-        FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
-                     sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
-              FROM (SELECT ch.base, ch.w * (k1 + 1) AS wk,
-                           unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
-                    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
-                             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-                    JOIN dna.dna_bm25_chunks AS c
-                      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-                     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
-              GROUP BY 1
-              HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
-              ORDER BY 2 DESC, 1
-              LIMIT cand + 1) AS acc;
+    -- contribution there (memtable postings only add to it), so the lim-th contribution of a
+    -- first chunk (impact ranks 1..256) among documents not shadowed is a lower bound of the
+    -- lim-th partial sum: documents below it cannot be in the cut (~5% of them pass at 1M).
+    LOOP
+        SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
+        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                 AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+        JOIN dna.dna_bm25_chunks AS c
+          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+        CROSS JOIN LATERAL (
+            SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
+                                    / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
+                             FROM unnest(c.postings[1:ch.take]) AS x (p)
+                             WHERE cardinality(st.shadowed) = 0 OR NOT (ch.base + (x.p & 8589934591) = ANY (st.shadowed))) AS y
+            ORDER BY y.v DESC OFFSET lim - 1 LIMIT 1) AS k
+        WHERE ch.chunk = 0 AND ch.take >= lim;
+        IF mem = 0 AND cardinality(st.shadowed) = 0 THEN
+            SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+            INTO docs, accs
+            FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
+                         sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
+                  FROM (SELECT ch.base, ch.w * (k1 + 1) AS wk,
+                               unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
+                        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                                 AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+                        JOIN dna.dna_bm25_chunks AS c
+                          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
+                  GROUP BY 1
+                  HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
+                  ORDER BY 2 DESC, 1
+                  LIMIT lim) AS acc;
+        ELSE
+            -- Memtable postings join the chunks' in the same packed form (tf << 33 | len << 42, their
+            -- doc_id as the base), so one decode serves both; shadowed base rows are left out.
+            SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
+            INTO docs, accs
+            FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
+                         sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
+                  FROM (SELECT ch.base, ch.w * (k1 + 1) AS wk,
+                               unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
+                        FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
+                                 AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
+                        JOIN dna.dna_bm25_chunks AS c
+                          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+                        UNION ALL
+                        SELECT p.doc_id, q.w * (k1 + 1), (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
+                        FROM unnest(lex, w) AS q (lexeme, w)
+                        JOIN dna.dna_bm25_postings AS p
+                          ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+                        WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
+                  WHERE cardinality(st.shadowed) = 0 OR NOT (x.base + (x.p & 8589934591) = ANY (st.shadowed))
+                  GROUP BY 1
+                  HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
+                  ORDER BY 2 DESC, 1
+                  LIMIT lim) AS acc;
+        END IF;
+        docs := coalesce(docs, '{}');
+        accs := coalesce(accs, '{}');
+        full_heap := cardinality(docs) >= lim;   -- documents beyond the heap may exist (below its last)
+        -- Every released candidate is kept when the heap is not full or holds more than C others
+        -- (a document above them all would have more than C partial sums above its own); else the
+        -- suspects crowded the heap: keep more.
+        EXIT WHEN st.tombstones = 0 OR NOT full_heap;
+        SELECT count(*) INTO n_sus FROM unnest(docs) AS v (d)
+        WHERE v.d IN (SELECT t.doc_id FROM dna.dna_bm25_tombstones AS t
+                      WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts));
+        EXIT WHEN cardinality(docs) - n_sus > cand;
+        lim := 2 * lim;
+    END LOOP;
+    -- The candidates: every suspect, and the best C others; the cut bounds every other document's
+    -- partial sum: the best other left out, else (when the heap was full) the smallest kept.
+    IF st.tombstones > 0 AND cardinality(docs) > 0 THEN
+        SELECT coalesce(array_agg(u.d ORDER BY u.i) FILTER (WHERE u.sus OR u.r <= cand), '{}'),
+               coalesce(array_agg(u.a ORDER BY u.i) FILTER (WHERE u.sus OR u.r <= cand), '{}'),
+               max(u.a) FILTER (WHERE NOT u.sus AND u.r > cand),
+               count(*) FILTER (WHERE NOT u.sus AND u.r <= cand)
+        INTO docs, accs, cut, n_plain
+        FROM (SELECT x.*, count(*) FILTER (WHERE NOT x.sus) OVER (ORDER BY x.i) AS r
+              FROM (SELECT v.d, v.a, v.i,
+                           v.d IN (SELECT t.doc_id FROM dna.dna_bm25_tombstones AS t
+                                   WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)) AS sus
+                    FROM unnest(docs, accs) WITH ORDINALITY AS v (d, a, i)) AS x) AS u;
+        IF cut IS NULL AND full_heap THEN
+            cut := (SELECT min(a) FROM unnest(accs) AS a);   -- no other kept: the smallest kept bounds the rest
+        END IF;
+        others := cut IS NOT NULL;
     ELSE
-        -- Memtable postings join the chunks' in the same packed form (tf << 33 | len << 42, their
-        -- doc_id as the base), so one decode serves both. Tombstoned postings are left out by a
-        -- hashed subplan probed per posting (an anti-join would hash the ~budget postings instead,
-        -- and only when tombstones exist); shadowed base rows likewise.
-        SELECT array_agg(acc.doc_id ORDER BY acc.acc DESC, acc.doc_id), array_agg(acc.acc ORDER BY acc.acc DESC, acc.doc_id)
-        INTO docs, accs
-        FROM (SELECT x.base + (x.p & 8589934591) AS doc_id,
-                     sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) AS acc
-              FROM (SELECT ch.base, ch.seg_id, ch.w * (k1 + 1) AS wk,
-                           unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
-                    FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
-                             AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-                    JOIN dna.dna_bm25_chunks AS c
-                      ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-                     AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
-                    UNION ALL
-                    SELECT p.doc_id, NULL::integer, q.w * (k1 + 1), (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
-                    FROM unnest(lex, w) AS q (lexeme, w)
-                    JOIN dna.dna_bm25_postings AS p
-                      ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
-                    WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
-              WHERE (cardinality(st.shadowed) = 0 OR NOT (x.base + (x.p & 8589934591) = ANY (st.shadowed)))
-                AND (st.tombstones = 0 OR x.seg_id IS NULL
-                     OR (x.seg_id, x.base + (x.p & 8589934591)) NOT IN (
-                            SELECT t.seg_id, t.doc_id FROM dna.dna_bm25_tombstones AS t
-                            WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)))
-              GROUP BY 1
-              HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
-              ORDER BY 2 DESC, 1
-              LIMIT cand + 1) AS acc;
+        cut := accs[cand + 1];
+        others := cardinality(docs) > cand;
+        docs := docs[1:cand];
+        accs := accs[1:cand];
+        n_plain := cardinality(docs);
     END IF;
-    docs := coalesce(docs, '{}');
-    cut := coalesce(accs[cand + 1], 0);
+    cut := coalesce(cut, 0);
     IF report THEN ms := ms || jsonb_build_object('accumulate', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
     -- 3. Exact BM25 of the best C from their forward rows (jsonb lexeme → tf: a key lookup is a
@@ -315,7 +353,7 @@ BEGIN
     --    reaches the top-th exact score found so far (a document's exact score is at most its
     --    partial sum + rest, so the others cannot enter the top; ~60% of them at 100k, where the
     --    certificate holds). The answer, theta and the certificate are those of rescoring all C.
-    WITH cd AS (SELECT u.doc_id, u.acc, u.i FROM unnest(docs[1:cand], accs[1:cand]) WITH ORDINALITY AS u (doc_id, acc, i)),
+    WITH cd AS (SELECT u.doc_id, u.acc, u.i FROM unnest(docs, accs) WITH ORDINALITY AS u (doc_id, acc, i)),
     first AS MATERIALIZED (
         SELECT f.doc_id,
                round(sum(q.w * g.tf * (k1 + 1) / (g.tf + k1 * (1 - b + b * f.doc_len / avgl))) * 1e9) / 1e9 AS sc
@@ -343,8 +381,9 @@ BEGIN
     r_docs := coalesce(r_docs, '{}');
     IF report THEN ms := ms || jsonb_build_object('rescore', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
 
-    IF cardinality(r_docs) < top AND rest > 0 THEN
-        -- The budget read fewer documents than asked for (a tiny budget): answer exhaustively.
+    IF (cardinality(r_docs) < top OR n_plain < top) AND rest > 0 THEN
+        -- The budget read fewer documents than asked for (a tiny budget), or fewer without a
+        -- tombstone (their partial sums are the only exact ones): answer exhaustively.
         RETURN QUERY SELECT * FROM dna.bm25_lane(scope, model_id, tenant, terms, k1, b, top, kinds, budget,
                                                  true, report, candidates);
         RETURN;
@@ -352,7 +391,7 @@ BEGIN
 
     -- 4. Certificate: no document outside the rescored ones can reach the top-th exact score.
     theta := CASE WHEN cardinality(r_docs) >= top THEN r_scores[top] ELSE 0 END;
-    certified := theta > cut + rest OR (rest = 0 AND cardinality(docs) <= cand);
+    certified := theta > cut + rest OR (rest = 0 AND NOT others);
     IF report THEN
         PERFORM set_config('dna.bm25_explain', jsonb_build_object(
             'path', 'budgeted', 'exact', certified, 'n_docs', n, 'avg_len', avgl, 'terms', to_jsonb(lex),
