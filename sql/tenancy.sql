@@ -178,15 +178,15 @@ LANGUAGE sql STABLE
 AS $$
     SELECT c.oid::regclass FROM pg_catalog.pg_class AS c
     WHERE c.relnamespace = 'dna'::regnamespace AND c.relkind IN ('r', 'p')
-      AND (c.relname IN ('dna_instances', 'dna_versions', 'dna_document_sources')
+      AND (c.relname IN ('dna_instances', 'dna_versions', 'dna_document_sources', 'dna_search_receipts')
            OR c.relname ~ '^dna_search_docs_\d+$' OR c.relname ~ '^dna_bm25_')
     ORDER BY c.relname
 $$;
 
 COMMENT ON FUNCTION dna.protected_tables() IS
 'The tables that hold row data and therefore carry the tenant policy: dna_instances, dna_versions, '
-'dna_document_sources (0012_first_day), every dna_search_docs_<N> and every dna_bm25_* table of the '
-'lexical index (from the catalog).';
+'dna_document_sources (0012_first_day), dna_search_receipts (0016_answers_and_bounds: stored receipts), '
+'every dna_search_docs_<N> and every dna_bm25_* table of the lexical index (from the catalog).';
 
 CREATE OR REPLACE FUNCTION dna.grant_app_role(role_name text)
 RETURNS jsonb

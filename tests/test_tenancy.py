@@ -115,6 +115,10 @@ def seed_personal_raw(conn, name, text):
     # Where it was indexed from (dna_document_sources, 0012_first_day): private like the rest.
     conn.execute("SELECT dna.record_document_sources(%s, ARRAY['Engram'], ARRAY[%s], ARRAY[%s], ARRAY[%s])",
                  (S, name, ALICE, f"/home/alice/{SECRET}/{name}.md"))
+    # A receipt of a question about it (dna_search_receipts, 0016_answers_and_bounds), its query kept.
+    conn.execute("INSERT INTO dna.dna_search_receipts (verb, scope, tenant, args, settings, results, inputs_digest, "
+                 "query_digest, query) VALUES ('search', %s, %s, '{}', '{}', %s, 'd', 'd', %s)",
+                 (S, ALICE, Jsonb([{"kind": "Engram", "name": name, "tenant": ALICE}]), f"where is my {SECRET} {name}"))
 
 
 def protected_tables(conn):

@@ -58,7 +58,7 @@ def _added_memory_functions() -> list[str]:
     return sorted(now - before)
 
 
-TENANCY_FROZEN_IN = None  # as MEMORY_FROZEN_IN, for tenancy.sql
+TENANCY_FROZEN_IN = revision  # as MEMORY_FROZEN_IN, for tenancy.sql (frozen when 0016 changed it)
 
 SOURCES = """
 CREATE TABLE dna.dna_document_sources (

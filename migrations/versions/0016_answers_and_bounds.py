@@ -58,6 +58,14 @@ The default fusion becomes the convex combination of min-max normalised lane sco
 ``dna.search_config``, bm25.sql); ``dna_models`` gains ``query_prefix`` and ``document_prefix``
 (``dna.register_model`` checks them, ``dna.model_prefixes``), default ``''`` for every model already
 registered. ``dna.fake_embed`` lowers as Python does (``İ``, KELVIN SIGN), independent of the collation.
+
+receipts (issue 15 item 2, receipts): new table ``dna_search_receipts`` (``before_receipts.sql``: the
+table under the tenant policy, ``dna.protect_table``; ``after_receipts.sql``: the BEFORE UPDATE trigger
+that keeps receipts immutable and the grant to roles granted before; ``undo_receipts.sql`` drops both
+and the new functions) and the new plane file ``sql/receipts.sql`` (``dna.take_receipt``, ``dna.replay``
+and their helpers). ``sql/tenancy.sql`` changes (``dna.protected_tables`` lists the new table, so
+``dna.grant_app_role`` grants it): it is re-run here, from the text 0012_first_day ran (frozen now in
+``versions/0012_first_day/tenancy.sql``, which 0012 reads); no existing row is rewritten.
 """
 import re
 import sys
@@ -76,13 +84,13 @@ depends_on = None
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "bm25_lane.sql", "documents.sql", "search.sql",
          "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
-         "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql")
+         "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql", "tenancy.sql")
 # The texts this revision replaces, as the revision before it runs them.
 PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation", "fusion.sql": "0001_foundation",
             "bm25.sql": "0013_passages", "documents.sql": "0013_passages", "search.sql": "0013_passages",
-            **{name: "0015_governed_history" for name in ORDER[7:]}}
+            **{name: "0015_governed_history" for name in ORDER[7:]}, "tenancy.sql": "0012_first_day"}
 # Plane files this revision creates (split out of a file above; no earlier text).
-NEW = ("bm25_lane.sql",)
+NEW = ("bm25_lane.sql", "receipts.sql")
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
