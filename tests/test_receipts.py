@@ -268,3 +268,21 @@ def test_a_role_sees_the_receipts_of_its_own_tenants_only(roles, sql):
     assert sql.execute("SELECT relrowsecurity AND relforcerowsecurity FROM pg_class "
                        "WHERE oid = 'dna.dna_search_receipts'::regclass").fetchone()[0] is True
     assert "dna.dna_search_receipts" in {t for (t,) in sql.execute("SELECT t::text FROM dna.protected_tables() AS t")}
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+def test_the_client_takes_and_replays_receipts(docs, client):
+    r = client.take_receipt("search", "ex", QUERY, k=3)
+    assert [h["name"] for h in r["hits"]] == [h[1] for h in direct(docs)][:3]
+    assert one(docs, "SELECT query IS NULL AND embedding_digest IS NOT NULL FROM dna.dna_search_receipts "
+                     "WHERE receipt_id = %s", (r["receipt_id"],)) is True
+    with pytest.raises(psycopg.Error) as info:
+        client.replay(r["receipt_id"])
+    assert info.value.sqlstate == "22023"
+    out = client.replay(r["receipt_id"], QUERY)                    # re-embedded: the same digest
+    assert out["match"] is True and out["scores_match"] is True
+    with pytest.raises(psycopg.Error) as info:
+        client.replay(r["receipt_id"], "banana shake")
+    assert info.value.sqlstate == "22023"
