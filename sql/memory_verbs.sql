@@ -253,7 +253,7 @@ DECLARE
     cfg regconfig;
     past_keys text[] := '{}';
     past_names jsonb := '[]'::jsonb;
-    past_cands jsonb := '[]'::jsonb;
+    past_arg jsonb;
     lq tsquery;
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
@@ -289,6 +289,53 @@ BEGIN
     lane_depth := (SELECT CASE WHEN sc.dense_candidates IS NULL AND sc.lexical_candidates IS NULL
                                THEN greatest(4 * k, 100) END FROM dna.search_config(scope) AS sc);
 
+    IF as_of IS NOT NULL THEN
+        -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
+        -- today's (a version was recorded after as_of) are ranked by their text then, not by their
+        -- search rows (which hold today's): dna.search(past_texts => …) leaves those rows out of both
+        -- lanes and ranks the past tsvector in the lexical lane (BM25 with the lane's own idf and
+        -- avg_len), fused with every other candidate (no dense lane: the vector embeds today's text).
+        cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
+        lq := CASE WHEN NOT blank THEN dna.lexical_query(query, cfg) END;
+        -- The history keeps each version's text digest and tsvector (dna.versions_append_only), so the
+        -- lane reads them instead of recomputing the texts. A record's versions are numbered without
+        -- gaps and stamped in the order they were written (only the oldest are ever removed), so the
+        -- version believed at as_of is the one just before its first version recorded after as_of, and
+        -- its latest version (a copy of the record as it is now) is the last of those: "not today's
+        -- text" compares their digests; the stored tsvector is recomputed only under another ts_config
+        -- than the scope's.
+        WITH moved AS (
+            SELECT v.kind, v.api_version, v.name, v.tenant, min(v.version) AS first_after,
+                   -- the latest version's digest, in one hashed pass: max of (version, digest) as text
+                   substr(max(lpad(v.version::text, 10, '0') || coalesce(v.text_digest, '') COLLATE "C"), 11) AS cur_digest
+            FROM dna.dna_versions AS v
+            WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
+            GROUP BY v.kind, v.api_version, v.name, v.tenant
+        ), past AS MATERIALIZED (
+            SELECT m.kind, m.name, m.tenant, b.hit, b.tsv
+            FROM moved AS m
+            JOIN LATERAL (SELECT x.*, lq IS NOT NULL AND x.tsv @@ lq AS hit
+                          FROM (SELECT v.text_digest,
+                                       CASE WHEN v.ts_config = cfg THEN v.text_tsv
+                                            ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
+                                FROM dna.dna_versions AS v
+                                WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
+                                  AND v.name = m.name AND v.tenant = m.tenant AND v.version = m.first_after - 1
+                                  AND v.created_at <= as_of) AS x) AS b ON true
+            WHERE b.text_digest IS DISTINCT FROM m.cur_digest
+              AND EXISTS (SELECT 1 FROM dna.dna_instances AS i
+                          WHERE i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
+                            AND i.name = m.name AND i.tenant = m.tenant)
+        )
+        SELECT coalesce(array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant), '{}'),
+               (SELECT coalesce(jsonb_agg(to_jsonb(d.name) ORDER BY d.name), '[]'::jsonb)
+                FROM (SELECT DISTINCT p2.name FROM past AS p2) AS d),
+               jsonb_agg(jsonb_build_object('kind', p.kind, 'name', p.name, 'tenant', p.tenant,
+                                            'tsv', CASE WHEN p.hit THEN p.tsv::text END))
+        INTO past_keys, past_names, past_arg
+        FROM past AS p;
+    END IF;
+
     -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), then the
     -- spec in force (now) or believed (as_of, from dna_versions), validity at world time, re-score.
     WITH s AS MATERIALIZED (
@@ -300,7 +347,9 @@ BEGIN
                         tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE,
                         -- in force at world time inside the lanes; a read of the past (as_of) judges
                         -- validity from the versions believed then, below
-                        valid_time => CASE WHEN as_of IS NULL THEN world END) AS x
+                        valid_time => CASE WHEN as_of IS NULL THEN world END,
+                        -- as_of: the memories restated since, ranked by their past text (above)
+                        past_texts => past_arg) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
@@ -319,7 +368,7 @@ BEGIN
                            WHERE as_of IS NOT NULL AND v.scope = scope AND v.kind = s.kind
                              AND v.api_version = dk.api_version AND v.name = s.name AND v.tenant = s.tenant) AS hist ON true
     ), r AS (
-        SELECT c.*,
+        SELECT c.*, (c.name || chr(31) || c.kind || chr(31) || c.tenant) = ANY (past_keys) AS by_past,
                CASE WHEN as_of IS NULL THEN coalesce(c.cur_spec, '{}'::jsonb) ELSE c.past_spec END AS spec,
                CASE WHEN as_of IS NULL THEN c.cur_valid ELSE c.past_valid END AS valid_at,
                as_of IS NOT NULL AND c.past_version IS NULL
@@ -348,7 +397,11 @@ BEGIN
                        'score', rk.rescored, 'search_score', rk.score, 'rank_search', rk.ord,
                        'memory_factor', rk.factor, 'ecphory', rk.ecphory,
                        'retention', round(rk.retention::numeric, 4),
-                       'title', rk.title, 'snippet', rk.snippet, 'similarity', rk.similarity,
+                       -- ranked by its past text: title and snippet from that text, not today's row
+                       'title', CASE WHEN NOT rk.by_past THEN rk.title END,
+                       'snippet', CASE WHEN rk.by_past THEN left(dna.memory_text(rk.kind, rk.spec), 240)
+                                       ELSE rk.snippet END,
+                       'ranked_by', CASE WHEN rk.by_past THEN 'past_text' END, 'similarity', rk.similarity,
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
                        'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
                        'explain', CASE WHEN explain THEN jsonb_build_object(
@@ -358,87 +411,6 @@ BEGIN
             FROM ranked AS rk),
            (SELECT count(*) FROM s), (SELECT count(*) FROM scored)
     INTO truncated, cands, pooled, in_force;
-
-    IF as_of IS NOT NULL THEN
-        -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
-        -- today's (a version was recorded after as_of) leave the candidates above (their search rows
-        -- hold today's text) and are ranked by their text then, in a lexical lane of their own:
-        -- ts_rank of that text against the query's lexemes, RRF 1/(60 + rank), ranked_by past_text.
-        cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
-        lq := CASE WHEN NOT blank THEN dna.lexical_query(query, cfg) END;
-        -- The history keeps each version's text digest and tsvector (dna.versions_append_only), so the
-        -- lane reads them instead of recomputing the texts. A record's versions are numbered without
-        -- gaps and stamped in the order they were written (only the oldest are ever removed), so the
-        -- version believed at as_of is the one just before its first version recorded after as_of, and
-        -- its latest version (a copy of the record as it is now) is the last of those: "not today's
-        -- text" compares their digests, and the lane matches and ranks the stored tsvector (recomputed
-        -- only under another ts_config than the scope's).
-        WITH moved AS (
-            SELECT v.kind, v.api_version, v.name, v.tenant, min(v.version) AS first_after,
-                   -- the latest version's digest, in one hashed pass: max of (version, digest) as text
-                   substr(max(lpad(v.version::text, 10, '0') || coalesce(v.text_digest, '') COLLATE "C"), 11) AS cur_digest
-            FROM dna.dna_versions AS v
-            WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
-            GROUP BY v.kind, v.api_version, v.name, v.tenant
-        ), past AS MATERIALIZED (
-            SELECT m.kind, m.name, m.tenant, b.version, b.created_at AS recorded, b.hit,
-                   CASE WHEN b.hit THEN b.spec END AS spec, CASE WHEN b.hit THEN b.valid_at END AS valid_at,
-                   CASE WHEN b.hit THEN ts_rank(b.tsv, lq) END AS lr
-            FROM moved AS m
-            JOIN LATERAL (SELECT x.*, lq IS NOT NULL AND x.tsv @@ lq AS hit
-                          FROM (SELECT v.spec, v.valid_at, v.version, v.created_at, v.text_digest,
-                                       CASE WHEN v.ts_config = cfg THEN v.text_tsv
-                                            ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
-                                FROM dna.dna_versions AS v
-                                WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
-                                  AND v.name = m.name AND v.tenant = m.tenant AND v.version = m.first_after - 1
-                                  AND v.created_at <= as_of) AS x) AS b ON true
-            WHERE b.text_digest IS DISTINCT FROM m.cur_digest
-              AND EXISTS (SELECT 1 FROM dna.dna_instances AS i
-                          WHERE i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
-                            AND i.name = m.name AND i.tenant = m.tenant)
-        ), matched AS (
-            SELECT p.* FROM past AS p WHERE p.hit
-        ), scored AS (
-            SELECT m.*, 1.0::float8 / (60 + row_number() OVER (ORDER BY m.lr DESC, m.name COLLATE "C", m.kind COLLATE "C")) AS sscore,
-                   mf.factor, mf.retention, mf.ecphory
-            FROM matched AS m
-            CROSS JOIN LATERAL dna.memory_factors(m.kind, m.spec, query, world, decay) AS mf
-            WHERE (m.valid_at IS NULL OR m.valid_at @> world) AND dna.currently_valid(m.spec ->> 'valid_to', world)
-        ), ranked AS (
-            -- The lane's first `depth` in the order the candidates are merged by below (like every lane
-            -- of dna.search): a later one is behind `depth` others, never among the first k.
-            SELECT sc.*, sc.sscore * sc.factor AS rescored      -- the memory factors, as for every candidate
-            FROM scored AS sc
-        ), kept AS (
-            SELECT r.* FROM ranked AS r
-            ORDER BY r.rescored DESC, r.name COLLATE "C", r.kind COLLATE "C", r.tenant COLLATE "C"
-            LIMIT depth
-        )
-        SELECT coalesce((SELECT array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant) FROM past AS p), '{}'),
-               (SELECT coalesce(jsonb_agg(to_jsonb(p.name) ORDER BY p.name), '[]'::jsonb)
-                FROM (SELECT DISTINCT p.name FROM past AS p) AS p),
-               (SELECT coalesce(jsonb_agg(jsonb_build_object('x', dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
-                       'key', r.name || chr(31) || r.kind || chr(31) || r.tenant,
-                       'scope', scope, 'kind', r.kind, 'name', r.name, 'tenant', r.tenant,
-                       'personal', starts_with(r.tenant, 'personal:'),
-                       'score', r.rescored, 'search_score', r.sscore, 'retention', round(r.retention::numeric, 4),
-                       'memory_factor', r.factor, 'ecphory', r.ecphory,
-                       'explain', CASE WHEN explain THEN jsonb_build_object(
-                                      'memory', dna.memory_explain(r.kind, r.spec, query, world, decay)) END,
-                       'snippet', left(dna.memory_text(r.kind, r.spec), 240), 'ranked_by', 'past_text',
-                       'recorded_at', dna.iso8601(r.recorded), 'as_of_version', r.version)), r.spec), 'spec', r.spec)), '[]'::jsonb)
-                FROM kept AS r)
-        INTO past_keys, past_names, past_cands;
-        IF cardinality(past_keys) > 0 THEN
-            cands := coalesce((SELECT jsonb_agg(e.value ORDER BY (e.value -> 'x' ->> 'score')::float8 DESC,
-                                                e.value -> 'x' ->> 'name' COLLATE "C", e.value -> 'x' ->> 'kind' COLLATE "C",
-                                                e.value -> 'x' ->> 'tenant' COLLATE "C")
-                               FROM (SELECT c.value FROM jsonb_array_elements(cands) AS c
-                                     WHERE NOT (c.value -> 'x' ->> 'key') = ANY (past_keys)
-                                     UNION ALL SELECT p.value FROM jsonb_array_elements(past_cands) AS p) AS e), '[]');
-        END IF;
-    END IF;
 
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
 
@@ -556,11 +528,14 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'model_id, degraded, semantic, now, decay, hits, reconsolidated[, reconsolidation_errors][, as_of, '
 'as_of_truncated, as_of_past_text, as_of_redacted (memories of the scope erased by dna.redact that existed at '
 'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
-'its search row, which holds today''s): ts_rank of the past text against the query''s lexemes (the scope''s '
-'regconfig), search_score 1/(60 + rank) in that lane, no dense lane (its vector embeds today''s text), the hit '
-'marked ranked_by = past_text; as_of_past_text names every such memory. The lane reads the history''s '
-'text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another ts_config) '
-'and hands on its first depth = min(max(3k, 10), 1000) candidates after re-scoring. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '
+'its search row, which holds today''s): the past text against the query''s lexemes (the scope''s '
+'regconfig), BM25 in dna.search''s lexical lane and fused there, no dense lane (its vector embeds today''s text), the hit '
+'marked ranked_by = past_text (title and snippet from that text); as_of_past_text names every such memory. '
+'The history''s text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another '
+'ts_config) are read, and dna.search(past_texts => ...) ranks them: those memories leave both lanes (their search '
+'rows hold today''s text) and their past tsvector is BM25-scored in the lexical lane with the lane''s own idf and '
+'avg_len, then fused with every other candidate (the default convex fusion, or the scope''s), so a past text '
+'scores on the same scale as today''s texts. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)

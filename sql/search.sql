@@ -342,7 +342,8 @@ CREATE OR REPLACE FUNCTION dna.search(
     valid_time timestamptz DEFAULT now(), passages boolean DEFAULT false, highlight boolean DEFAULT NULL,
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
     min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
-    fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false)
+    fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false,
+    past_texts jsonb DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -366,6 +367,8 @@ DECLARE
     removed_lexical bigint;
     plan text;
     answer jsonb;
+    past_keys text[];                                    -- past_texts' keys: name, kind, tenant joined by chr(31)
+    past_lane jsonb;                                     -- the lexical lane's idf and avg_len (its report)
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_key('scope', scope, 200);
@@ -389,6 +392,10 @@ BEGIN
     IF dense_weight IS NOT NULL AND NOT (dense_weight >= 0 AND dense_weight <= 1) THEN
         RAISE EXCEPTION 'dense_weight must be between 0 and 1 (the lexical lane weighs 1 - dense_weight), got %',
             dense_weight USING ERRCODE = '22023';
+    END IF;
+    IF past_texts IS NOT NULL AND jsonb_typeof(past_texts) <> 'array' THEN
+        RAISE EXCEPTION 'past_texts must be a JSON array of {kind, name, tenant, tsv}, got a JSON %',
+            jsonb_typeof(past_texts) USING ERRCODE = '22023';
     END IF;
     IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
         RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
@@ -436,6 +443,36 @@ BEGIN
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
+    -- past_texts (dna.recall as_of): these records leave both lanes, and the lexical lane ranks the
+    -- given tsvector in their place, scored with the lane's own idf and avg_len (its report).
+    IF past_texts IS NOT NULL AND jsonb_array_length(past_texts) > 0 THEN
+        past_keys := ARRAY(SELECT p.name || chr(31) || p.kind || chr(31) || p.tenant
+                           FROM jsonb_to_recordset(past_texts) AS p(kind text, name text, tenant text)
+                           WHERE p.name IS NOT NULL AND p.kind IS NOT NULL AND p.tenant IS NOT NULL);
+        IF cardinality(past_keys) <> jsonb_array_length(past_texts) THEN
+            RAISE EXCEPTION 'past_texts: every element needs kind, name and tenant (strings)' USING ERRCODE = '22023';
+        END IF;
+        IF cardinality(terms) > 0 THEN
+            PERFORM set_config('dna.bm25_explain', '{}', true);
+            PERFORM count(*) FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b, 1, kinds,
+                                                NULL, false, true);
+            past_lane := coalesce(nullif(current_setting('dna.bm25_explain'), '')::jsonb, '{}');
+            IF past_lane ->> 'n_docs' IS NULL THEN              -- no query term in the partition today
+                past_lane := (SELECT jsonb_build_object('n_docs', st.n_docs, 'avg_len', st.avg_len)
+                              FROM dna.bm25_stats(scope, model_id, tenant) AS st);
+            END IF;
+            -- idf per query term: the lane's; a term no document of the partition holds today has
+            -- df 1 (the past text itself): ln(1 + (N - 0.5) / 1.5)
+            past_lane := jsonb_build_object(
+                'avg_len', coalesce((past_lane ->> 'avg_len')::float8, 1),
+                'idf', (SELECT jsonb_object_agg(t.lexeme, coalesce(l.w, ln(1 + ((past_lane ->> 'n_docs')::float8 - 0.5) / 1.5)))
+                        FROM unnest(terms) AS t(lexeme)
+                        LEFT JOIN (SELECT x.lexeme, y.w::float8 AS w
+                                   FROM jsonb_array_elements_text(coalesce(past_lane -> 'terms', '[]')) WITH ORDINALITY AS x(lexeme, i)
+                                   JOIN jsonb_array_elements_text(coalesce(past_lane -> 'idf', '[]')) WITH ORDINALITY AS y(w, i)
+                                     ON y.i = x.i) AS l ON l.lexeme = t.lexeme));
+        END IF;
+    END IF;
     -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
     -- the lexical lane computes the statistics itself.
     IF NOT EXISTS (SELECT 1 FROM dna.dna_bm25_docs AS x
@@ -455,23 +492,6 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
-    -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
-    IF kinds IS NOT NULL THEN
-        EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
-                        WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
-                                          AND t.tenant IN ('''', $3) AND t.model_id = $4)', tbl)
-            INTO missing USING scope, kinds, tenant, model_id;
-        -- Only when no Kind asked for has documents (the answer is then empty): a list of Kinds of
-        -- which some are empty here (dna.recall's memory Kinds) is no typo.
-        IF cardinality(missing) = cardinality(ARRAY(SELECT DISTINCT q.k FROM unnest(kinds) AS q(k))) THEN
-            RAISE NOTICE 'no documents of kind % in scope % (model_id %); kinds there: %',
-                array_to_string(missing, ', '), quote_literal(scope), quote_literal(model_id),
-                dna.scope_kinds_text(scope, model_id, tbl)
-                USING ERRCODE = '02000';
-        END IF;
-    END IF;
-
     -- Validity at valid_time: documents of memories out of force then (forgotten, or valid from a
     -- later time) are left out of both lanes. The lexical lane cuts its scores before it can look at
     -- documents, so it keeps that many more (two partial-index scans count them; usually few).
@@ -493,7 +513,9 @@ BEGIN
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
          AND ($17::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $17)
-         AND %s',
+         AND %s AND %s',
+        CASE WHEN past_keys IS NULL THEN 'true'
+             ELSE '(t.name || chr(31) || t.kind || chr(31) || t.tenant) NOT IN (SELECT unnest($29::text[]))' END,
         CASE WHEN tenant = '' THEN 't.tenant = '''''
              ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
                 SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
@@ -553,6 +575,35 @@ BEGIN
            AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
          ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
          LIMIT $13';
+    IF past_keys IS NOT NULL THEN
+        -- past_texts: the lane's rows of those records leave (cut $31 later: as many more kept), and
+        -- their given tsvectors join, BM25 scored as the lane scores (the lane's idf per term $30,
+        -- avg_len, k1, b; rounded to 1e-9 and 12 significant digits), at passage 0; then one ranking.
+        lexical_sql :=
+            'SELECT u.kind, u.name, u.tenant, u.passage, u.lexical_score, u.exact,
+                    row_number() OVER (ORDER BY u.lexical_score DESC, u.kind, u.name, u.tenant, u.passage)::integer AS rnk
+             FROM (SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact
+                   FROM (SELECT c.doc_id, dna.score_round(c.score) AS score, c.exact
+                         FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16 + $31, $5) AS c) AS c
+                   JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
+                   WHERE ($7::text IS NULL OR starts_with(d.name, $7))
+                     AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
+                     AND (d.name || chr(31) || d.kind || chr(31) || d.tenant) NOT IN (SELECT unnest($29::text[]))
+                   UNION ALL
+                   SELECT p.kind, p.name, p.tenant, 0, dna.score_round(round(sum(q.w * u.tf * ($14 + 1)
+                              / (u.tf + $14 * (1 - $15 + $15 * l.len / ($30 ->> ''avg_len'')::float8))) * 1e9) / 1e9), true
+                   FROM jsonb_to_recordset($32) AS p(kind text, name text, tenant text, tsv tsvector)
+                   CROSS JOIN LATERAL (SELECT dna.bm25_doc_length(p.tsv)::float8 AS len) AS l
+                   CROSS JOIN LATERAL (SELECT x.lexeme, coalesce(cardinality(x.positions), 1)::float8 AS tf
+                                       FROM unnest(p.tsv) AS x) AS u
+                   CROSS JOIN LATERAL (SELECT ($30 -> ''idf'' ->> u.lexeme)::float8 AS w) AS q
+                   WHERE q.w IS NOT NULL AND
+                     p.tsv IS NOT NULL AND ($5::text[] IS NULL OR p.kind = ANY ($5))
+                     AND ($7::text IS NULL OR starts_with(p.name, $7))
+                   GROUP BY p.kind, p.name, p.tenant) AS u
+             ORDER BY u.lexical_score DESC, u.kind, u.name, u.tenant, u.passage
+             LIMIT $13';
+    END IF;
 
     -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
     -- completed in the statement by the candidate counts; the dense lane's path is read from its plan.
@@ -561,7 +612,9 @@ BEGIN
             EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
                 USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
                       weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
-                      CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time;
+                      CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+                      NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
+                      NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
         END IF;
         answer := jsonb_build_object(
             'k', k, 'offset', "offset", 'model_id', model_id,
@@ -672,8 +725,27 @@ BEGIN
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
               dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer;
+              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts;
     GET DIAGNOSTICS returned = ROW_COUNT;
+    -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
+    -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
+    -- Checked only when the answer is empty (a Kind with documents here gives an empty answer only
+    -- when nothing matches): a recall or search that has hits pays nothing for it.
+    IF returned = 0 AND kinds IS NOT NULL THEN
+        EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
+                        WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
+                                          AND t.tenant IN ('''', $3) AND t.model_id = $4)', tbl)
+            INTO missing USING scope, kinds, tenant, model_id;
+        -- Only when no Kind asked for has documents (the answer is then empty): a list of Kinds of
+        -- which some are empty here (dna.recall's memory Kinds) is no typo.
+        IF cardinality(missing) = cardinality(ARRAY(SELECT DISTINCT q.k FROM unnest(kinds) AS q(k))) THEN
+            RAISE NOTICE 'no documents of kind % in scope % (model_id %); kinds there: %',
+                array_to_string(missing, ', '), quote_literal(scope), quote_literal(model_id),
+                dna.scope_kinds_text(scope, model_id, tbl)
+                USING ERRCODE = '02000';
+        END IF;
+    END IF;
+
     -- An empty answer under a floor is "nothing known above the floor", not "no documents": say
     -- how many candidates each floor removed (the hits carry the counts when there are hits).
     IF returned = 0 AND (min_similarity IS NOT NULL OR min_lexical_score IS NOT NULL) THEN
@@ -687,7 +759,7 @@ BEGIN
                   CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
                   dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer;
+              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts;
         RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
                      'min_lexical_score % removed % lexical candidates',
             coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
@@ -697,7 +769,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -740,5 +812,10 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'ef_search, iterative_scan, depth, candidates, min_similarity, removed_by_floor}, lexical {scoring, k1, b, ts_config, terms, depth, '
 'cut_at, candidates, exact, min_lexical_score, removed_by_floor}, filters {kinds, name_prefix, tenant, personal, valid_time, '
 'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
-'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there, '
-'an answer the relevance floors emptied.';
+'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there '
+'(checked only when the answer is empty), an answer the relevance floors emptied. past_texts (jsonb array of {kind, name, '
+'tenant, tsv}; default NULL; dna.recall as_of passes the texts believed then): the rows of each (kind, name, tenant) leave '
+'both lanes, and its tsv (a tsvector''s text form; null: nothing to rank) joins the lexical lane at passage 0, scored '
+'BM25 with the lane''s idf per term, avg_len, k1 and b (N and df are the partition''s today; a term no document '
+'holds today counts df 1, the past text itself), fused like every other '
+'candidate; not a JSON array, or an element without kind, name and tenant: 22023.';
