@@ -1,0 +1,12 @@
+-- writepath (0016): dna_instances loses the GiST exclusion constraint dna_instances_no_overlap
+-- (scope WITH =, id WITH =, valid_at WITH &&). On a table without statistics the planner used its GiST
+-- index for `scope = ...` lookups, and a reconsolidation UPDATE scanning it while its own new row
+-- versions split the index's root page left live entries marked dead (PostgreSQL 18.6): memories then
+-- went missing from index scans (dna.recall: 55P03 with no other writer; the history trigger: 42501;
+-- dna.list_memories: rows left out). A record's id is unique within its scope instead (btree), which
+-- the exclusion implied for every record the write path makes (id is immutable, one row per key).
+ALTER TABLE dna.dna_instances DROP CONSTRAINT IF EXISTS dna_instances_no_overlap;
+ALTER TABLE dna.dna_instances ADD CONSTRAINT dna_instances_scope_id_key UNIQUE (scope, id);
+COMMENT ON CONSTRAINT dna_instances_scope_id_key ON dna.dna_instances IS
+'A record''s id is unique within its scope (btree; 0016 replaced the GiST exclusion dna_instances_no_overlap, '
+'whose index lost live entries under a reconsolidation UPDATE). Error: 23505.';
