@@ -122,6 +122,16 @@ def write_docs(conn, model: str, n: int, tag: str, rewrite: bool) -> float:
     return time.perf_counter() - t
 
 
+BM25_TABLES = ("dna_bm25_postings", "dna_bm25_chunks", "dna_bm25_segments", "dna_bm25_docs", "dna_bm25_forward",
+               "dna_bm25_tombstones", "dna_bm25_tombstone_terms")
+
+
+def settle(conn, vacuum: bool) -> None:
+    if vacuum:
+        for table in BM25_TABLES:
+            conn.execute(f"VACUUM ANALYZE dna.{table}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dsn")
@@ -131,6 +141,9 @@ def main() -> None:
     ap.add_argument("--update", type=int, default=1000, help="rewritten documents for the tombstone state")
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--vacuum", action="store_true",
+                    help="VACUUM ANALYZE the BM25 tables after each write phase (a settled state: what autovacuum "
+                         "reaches soon after; without it the planner may still see the tables as they were)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     queries = claims(Path(args.dataset), args.queries)
@@ -140,13 +153,16 @@ def main() -> None:
         load_lane(conn, Path(args.against), "lanebench")
         model = conn.execute("SELECT model_id FROM dna.dna_bm25_segments WHERE scope = %s LIMIT 1", (SCOPE,)).fetchone()[0]
         conn.execute("SELECT dna.bm25_compact(%s, full_merge => true)", (SCOPE,))
+        settle(conn, args.vacuum)
         results.append({"state": "compacted (plain form)", **state(conn), **measure(conn, model, queries, args.rounds)})
         if args.add:
             write_docs(conn, model, args.add, str(int(time.time())), rewrite=False)
+            settle(conn, args.vacuum)
             results.append({"state": f"+{args.add} new documents (memtable)", **state(conn),
                             **measure(conn, model, queries, args.rounds)})
         if args.update:
             write_docs(conn, model, args.update, "", rewrite=True)
+            settle(conn, args.vacuum)
             results.append({"state": f"+{args.update} rewritten documents (tombstones)", **state(conn),
                             **measure(conn, model, queries, args.rounds)})
         conn.execute("SELECT dna.bm25_compact(%s, full_merge => true)", (SCOPE,))
