@@ -477,7 +477,7 @@ BEGIN
                 CASE WHEN NOT blank AND query_embedding IS NOT NULL AND NOT semantic_on
                      THEN 'zero query embedding: lexical lane only' END,
                 CASE WHEN cardinality(past_keys) > 0
-                     THEN 'as_of: memories restated since ranked by their past text in a lexical lane of their own' END,
+                     THEN 'as_of: memories restated since ranked by their past text, in dna.search''s lexical lane only' END,
                 CASE WHEN jsonb_array_length(truncated) > 0 THEN 'as_of: history pruned past as_of for some candidates' END],
                 NULL)))));
     END IF;

@@ -369,6 +369,10 @@ DECLARE
     answer jsonb;
     past_keys text[];                                    -- past_texts' keys: name, kind, tenant joined by chr(31)
     past_lane jsonb;                                     -- the lexical lane's idf and avg_len (its report)
+    lane_ids bigint[] := '{}';                          -- with past_texts: the lexical lane's rows
+    lane_scores float8[] := '{}';
+    lane_exact boolean[] := '{}';
+    seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_key('scope', scope, 200);
@@ -452,26 +456,6 @@ BEGIN
         IF cardinality(past_keys) <> jsonb_array_length(past_texts) THEN
             RAISE EXCEPTION 'past_texts: every element needs kind, name and tenant (strings)' USING ERRCODE = '22023';
         END IF;
-        IF cardinality(terms) > 0 THEN
-            PERFORM set_config('dna.bm25_explain', '{}', true);
-            PERFORM count(*) FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b, 1, kinds,
-                                                NULL, false, true);
-            past_lane := coalesce(nullif(current_setting('dna.bm25_explain'), '')::jsonb, '{}');
-            IF past_lane ->> 'n_docs' IS NULL THEN              -- no query term in the partition today
-                past_lane := (SELECT jsonb_build_object('n_docs', st.n_docs, 'avg_len', st.avg_len)
-                              FROM dna.bm25_stats(scope, model_id, tenant) AS st);
-            END IF;
-            -- idf per query term: the lane's; a term no document of the partition holds today has
-            -- df 1 (the past text itself): ln(1 + (N - 0.5) / 1.5)
-            past_lane := jsonb_build_object(
-                'avg_len', coalesce((past_lane ->> 'avg_len')::float8, 1),
-                'idf', (SELECT jsonb_object_agg(t.lexeme, coalesce(l.w, ln(1 + ((past_lane ->> 'n_docs')::float8 - 0.5) / 1.5)))
-                        FROM unnest(terms) AS t(lexeme)
-                        LEFT JOIN (SELECT x.lexeme, y.w::float8 AS w
-                                   FROM jsonb_array_elements_text(coalesce(past_lane -> 'terms', '[]')) WITH ORDINALITY AS x(lexeme, i)
-                                   JOIN jsonb_array_elements_text(coalesce(past_lane -> 'idf', '[]')) WITH ORDINALITY AS y(w, i)
-                                     ON y.i = x.i) AS l ON l.lexeme = t.lexeme));
-        END IF;
     END IF;
     -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
     -- the lexical lane computes the statistics itself.
@@ -503,6 +487,32 @@ BEGIN
                             SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
                               AND t.valid_at IS NOT NULL AND lower(t.valid_at) > $3) AS r', tbl)
             INTO retired USING scope, model_id, valid_time;
+    END IF;
+
+    IF past_keys IS NOT NULL AND cardinality(terms) > 0 THEN
+        PERFORM set_config('dna.bm25_explain', '{}', true);
+        -- the lexical lane, run once here (its rows feed the statement below): as many more
+        -- rows as records leave it, and its report (idf, avg_len) scores the past texts
+        SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
+        INTO lane_ids, lane_scores, lane_exact
+        FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b,
+                           CASE WHEN name_prefix IS NULL THEN lexical_depth + retired + cardinality(past_keys) END,
+                           kinds, NULL, false, true) AS c;
+        past_lane := coalesce(nullif(current_setting('dna.bm25_explain'), '')::jsonb, '{}');
+        IF past_lane ->> 'n_docs' IS NULL THEN              -- no query term in the partition today
+            past_lane := (SELECT jsonb_build_object('n_docs', st.n_docs, 'avg_len', st.avg_len)
+                          FROM dna.bm25_stats(scope, model_id, tenant) AS st);
+        END IF;
+        -- idf per query term: the lane's; a term no document of the partition holds today has
+        -- df 1 (the past text itself): ln(1 + (N - 0.5) / 1.5)
+        past_lane := jsonb_build_object(
+            'avg_len', coalesce((past_lane ->> 'avg_len')::float8, 1),
+            'idf', (SELECT jsonb_object_agg(t.lexeme, coalesce(l.w, ln(1 + ((past_lane ->> 'n_docs')::float8 - 0.5) / 1.5)))
+                    FROM unnest(terms) AS t(lexeme)
+                    LEFT JOIN (SELECT x.lexeme, y.w::float8 AS w
+                               FROM jsonb_array_elements_text(coalesce(past_lane -> 'terms', '[]')) WITH ORDINALITY AS x(lexeme, i)
+                               JOIN jsonb_array_elements_text(coalesce(past_lane -> 'idf', '[]')) WITH ORDINALITY AS y(w, i)
+                                 ON y.i = x.i) AS l ON l.lexeme = t.lexeme));
     END IF;
 
     -- Filters, applied inside each lane so that neither starves the fused list.
@@ -576,7 +586,7 @@ BEGIN
          ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
          LIMIT $13';
     IF past_keys IS NOT NULL THEN
-        -- past_texts: the lane's rows of those records leave (cut $31 later: as many more kept), and
+        -- past_texts: the lane's rows (run above, cut that many later) of those records leave, and
         -- their given tsvectors join, BM25 scored as the lane scores (the lane's idf per term $30,
         -- avg_len, k1, b; rounded to 1e-9 and 12 significant digits), at passage 0; then one ranking.
         lexical_sql :=
@@ -584,7 +594,7 @@ BEGIN
                     row_number() OVER (ORDER BY u.lexical_score DESC, u.kind, u.name, u.tenant, u.passage)::integer AS rnk
              FROM (SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact
                    FROM (SELECT c.doc_id, dna.score_round(c.score) AS score, c.exact
-                         FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16 + $31, $5) AS c) AS c
+                         FROM unnest($33::bigint[], $34::float8[], $35::boolean[]) AS c(doc_id, score, exact)) AS c
                    JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
                    WHERE ($7::text IS NULL OR starts_with(d.name, $7))
                      AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
@@ -654,6 +664,14 @@ BEGIN
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
+    -- The exact rule decides the dense lane's path, not the planner: when HNSW answers (not exact),
+    -- the statement runs without sequential scans (restored after it), else a filter the planner
+    -- estimates unselective (valid_time NULL, as dna.recall's as_of passes) turned the lane into an
+    -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md).
+    IF NOT degraded AND NOT dense_exact THEN
+        seqscan := current_setting('enable_seqscan');
+        PERFORM set_config('enable_seqscan', 'off', true);
+    END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),
@@ -725,8 +743,12 @@ BEGIN
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
               dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts;
+              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts,
+              lane_ids, lane_scores, lane_exact;
     GET DIAGNOSTICS returned = ROW_COUNT;
+    IF seqscan IS NOT NULL THEN
+        PERFORM set_config('enable_seqscan', seqscan, true);
+    END IF;
     -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
     -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
     -- Checked only when the answer is empty (a Kind with documents here gives an empty answer only
@@ -759,7 +781,8 @@ BEGIN
                   CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
                   dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts;
+              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts,
+              lane_ids, lane_scores, lane_exact;
         RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
                      'min_lexical_score % removed % lexical candidates',
             coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
