@@ -99,3 +99,27 @@ def test_past_texts_leave_both_lanes_and_rank_the_given_text(sql):
     rows = sql.execute("SELECT s.name FROM dna.search('team', 'porto', dna.fake_embed('porto'), 'dna-fake-hash-v1', "
                        "past_texts => %s) AS s", (Jsonb(key),)).fetchall()
     assert "hq" not in [r[0] for r in rows]
+
+
+def test_past_texts_signature_up_and_down(empty_dsn):
+    from pydna import migrate
+
+    def signatures(conn):
+        return conn.execute("SELECT count(*), count(*) FILTER (WHERE 'past_texts' = ANY (p.proargnames)) "
+                            "FROM pg_proc AS p WHERE p.pronamespace = 'dna'::regnamespace AND p.proname = 'search'"
+                            ).fetchone()
+
+    migrate.upgrade(empty_dsn, "0015_governed_history")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        _remember(conn, "hq", {"summary": "the office is in lisbon"})
+        t = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+        _remember(conn, "hq", {"summary": "we moved to porto"})
+    migrate.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert signatures(conn) == (1, 1)                     # one dna.search, with past_texts
+        hit = _recall(conn, "lisbon", t)["hits"][0]            # written at 0015, read on the search scale
+        assert hit["name"] == "hq" and hit["ranked_by"] == "past_text" and 0 < hit["search_score"] <= 1
+    migrate.downgrade(empty_dsn, "0015_governed_history")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert signatures(conn) == (1, 0)                     # 0013's dna.search back, alone
+        assert _recall(conn, "lisbon", t)["hits"][0]["ranked_by"] == "past_text"

@@ -66,6 +66,13 @@ and the new functions) and the new plane file ``sql/receipts.sql`` (``dna.take_r
 and their helpers). ``sql/tenancy.sql`` changes (``dna.protected_tables`` lists the new table, so
 ``dna.grant_app_role`` grants it): it is re-run here, from the text 0012_first_day ran (frozen now in
 ``versions/0012_first_day/tenancy.sql``, which 0012 reads); no existing row is rewritten.
+
+asof (issue 13 item 4): ``dna.search`` gains ``past_texts`` (jsonb, default NULL; ``before_asof.sql``
+drops the search topic's signature, ``undo_asof.sql`` the new one): the listed records leave both lanes
+and their given tsvector is BM25-scored in the lexical lane and fused like every candidate, so
+``dna.recall(as_of)`` ranks the texts believed at T on dna.search's scale (no longer 1/(60 + rank) in a
+lane of its own); the dense lane keeps HNSW when the exact rule says so (enable_seqscan off for that
+statement), and the kinds NOTICE probe runs only for an empty answer. No table changes, no data rewritten.
 """
 import re
 import sys
