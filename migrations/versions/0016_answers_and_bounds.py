@@ -73,6 +73,12 @@ and their given tsvector is BM25-scored in the lexical lane and fused like every
 ``dna.recall(as_of)`` ranks the texts believed at T on dna.search's scale (no longer 1/(60 + rank) in a
 lane of its own); the dense lane keeps HNSW when the exact rule says so (enable_seqscan off for that
 statement), and the kinds NOTICE probe runs only for an empty answer. No table changes, no data rewritten.
+
+writepath: ``dna_instances`` trades the GiST exclusion constraint ``dna_instances_no_overlap`` (scope,
+id, valid_at) for ``UNIQUE (scope, id)`` (btree): a reconsolidation UPDATE scanning that GiST index
+while its own new row versions split the index's root page left live entries marked dead (PostgreSQL
+18.6), so later index scans missed memories (``before_writepath.sql``, which first refuses, 23505, two
+records of a scope sharing an id; ``undo_writepath.sql`` restores the exclusion).
 """
 import re
 import sys
