@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
+from pydna.embeddings.base import embed_for, role_prefix
 from pydna.sqlcalls import captured_notices, kinds_arg
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,14 +50,20 @@ class Memory:
         embedder = self.client.embedder
         return embedder.model_id if embedder is not None else DEFAULT_MODEL_ID
 
-    def _embed(self, text: str) -> tuple[Any, str | None]:
-        """``(vector or None, error or None)``; never raises (honest degradation)."""
+    def _embed(self, text: str, purpose: str) -> tuple[Any, str | None]:
+        """``(vector or None, error or None)`` of ``text`` embedded for ``purpose`` ("document" for
+        a memory written, "query" for a recall: the embedder's role prefix for it, as
+        ``Client.index`` / ``Client.search`` do); never raises (honest degradation). The model_id is
+        registered with the embedder's role prefixes, so a scope never mixes embedding spaces (a
+        registry holding other prefixes: 22023, reported as the error)."""
         embedder = self.client.embedder
         if embedder is None or not text or not text.strip():
             return None, None
         try:
-            self.conn.execute("SELECT dna.register_model(%s, %s)", (embedder.model_id, embedder.dims))
-            return _vector(embedder.embed([text])[0]), None
+            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
+                              (embedder.model_id, embedder.dims, role_prefix(embedder, "query"),
+                               role_prefix(embedder, "document")))
+            return _vector(embed_for(embedder, [text], purpose)[0]), None
         except Exception as exc:  # a missing model degrades to lexical; the answer says so
             return None, f"{type(exc).__name__}: {exc}"
 
@@ -83,7 +90,7 @@ class Memory:
                 full[key] = value
         full.update(dict(spec or {}))
         text = self.conn.execute("SELECT dna.memory_text(%s, %s)", (kind, Jsonb(full))).fetchone()[0] or ""
-        embedding, error = self._embed(text)
+        embedding, error = self._embed(text, "document")
         result = self._one(
             "SELECT dna.remember(%s, %s, kind => %s, name => %s, tenant => %s, now => %s, "
             "embedding => %s, model_id => %s, personal => %s)",
@@ -103,7 +110,7 @@ class Memory:
         ``psycopg.errors.InvalidParameterValue``); ``explain=True`` adds the memory factors of each hit
         and the pool, filters and degradations of the answer (docs/memory.md).
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``."""
-        embedding, error = self._embed(query)
+        embedding, error = self._embed(query, "query")
         embedder = self.client.embedder
         with captured_notices(self.conn) as notices:
             result = self._one(

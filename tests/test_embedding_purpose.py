@@ -83,3 +83,25 @@ def test_client_indexes_documents_and_searches_queries_by_purpose(dna_dsn, sql):
         assert err.value.sqlstate == "22023"
         with pytest.raises(ValueError, match="role prefixes"):
             client.search("roles", "red fox")
+
+
+def test_memory_embeds_documents_and_queries_for_their_purpose(dna_dsn):
+    seen: list[str] = []
+
+    class Logging(PrefixedFake):
+        def embed(self, texts):
+            seen.extend(texts)
+            return super().embed(texts)
+
+    port = Logging(model_id="fake-e5-memory")
+    with pydna.connect(dna_dsn, embedder=port) as client:
+        client.memory.remember("purpose", "the red fox jumps", name="fox")
+        assert seen[-1] == "passage: the red fox jumps"
+        same = client.conn.execute(
+            "SELECT embedding = dna.fake_embed('passage: the red fox jumps') FROM dna.dna_search_docs_384 "
+            "WHERE scope = 'purpose' AND name = 'fox'").fetchone()[0]
+        assert same
+        client.memory.recall("purpose", "red fox", reconsolidate=False)
+        assert seen[-1] == "query: red fox"
+        row = client.conn.execute("SELECT query_prefix, document_prefix FROM dna.model_prefixes('fake-e5-memory')").fetchone()
+        assert tuple(row) == ("query: ", "passage: ")
