@@ -48,12 +48,12 @@ def recall(
     passages: Annotated[bool, typer.Option(
         "--passages", help="One hit per passage (default: one per document, its best passage).")] = False,
     scores: Annotated[bool, typer.Option(
-        "--scores", help="Show each hit's scores: RRF, cosine similarity, lexical (BM25), lane ranks.")] = False,
+        "--scores", help="Show each hit's scores: fused (convex by default), cosine similarity, lexical (BM25), lane ranks.")] = False,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print {query, scope, model_id, embedder, degraded, notices, hits} as JSON only.")] = False,
 ) -> None:
-    """Hybrid search in one scope (dense + lexical, fused by RRF).
+    """Hybrid search in one scope (dense + lexical, fused: convex combination by default, or RRF).
 
     Without a query embedding the answer is lexical only and says so (degraded). Memories not in
     force at --valid-time (default now: forgotten ones) are left out unless --include-retired.

@@ -93,7 +93,7 @@ class _Row:
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked hit: ``score`` is the RRF score; ``similarity`` the cosine in [-1, 1];
+    """One ranked hit: ``score`` is the fused score (the scope's fusion: convex by default, or RRF); ``similarity`` the cosine in [-1, 1];
     ``lexical_score`` the lexical lane's score; ranks are 1-based per lane (None = absent)."""
 
     scope: str
@@ -480,7 +480,7 @@ class Client:
                 "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s, "
                 "fusion => %s, dense_weight => %s, explain => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
-                 list(weights) if weights else None, personal, include_retired, valid_time,
+                 [float(w) for w in weights] if weights else None, personal, include_retired, valid_time,
                  passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight,
                  explain)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded

@@ -61,6 +61,14 @@ DECLARE
     n integer;
     retokenized integer := 0;
 BEGIN
+    -- An operator function (application roles read the settings, they do not change them): say so
+    -- instead of PostgreSQL's bare "permission denied for table".
+    IF NOT (has_table_privilege('dna.dna_search_config', 'INSERT')
+            AND has_table_privilege('dna.dna_search_config', 'UPDATE')) THEN
+        RAISE EXCEPTION 'dna.set_search_config is an operator function: role % may not change search settings', current_user
+            USING ERRCODE = '42501',
+                  HINT = 'Run it as the role that runs the migrations (postgres on the embedded server), or GRANT INSERT, UPDATE ON dna.dna_search_config TO the role.';
+    END IF;
     scope := dna.check_key('scope', scope, 200);
     IF bm25_k1 IS NOT NULL AND NOT (bm25_k1 >= 0 AND bm25_k1 <= 100) THEN
         RAISE EXCEPTION 'bm25_k1 must be between 0 and 100, got %', bm25_k1 USING ERRCODE = '22023';
@@ -125,6 +133,7 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.set_search_config(text, regconfig, double precision, double precision, double precision[], double precision, integer, integer, boolean, text, double precision) IS
+'Operator function (42501 for a role without INSERT and UPDATE on dna.dna_search_config, e.g. an application role). '
 'Sets the search settings of a scope; NULL arguments keep the current value (reset => true sets every '
 'setting to its argument, NULL meaning the built-in default). ts_config: the text-search configuration '
 '(e.g. english, simple) of documents and queries; changing it re-tokenizes the scope''s documents in '

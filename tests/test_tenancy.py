@@ -642,3 +642,15 @@ def test_identity_is_the_current_role_so_a_pooler_switches_with_set_role(seeded)
     state, _ = refused(svc, "SELECT dna.recall(%s, 'zebra', personal => true)", (S,))
     assert state == "42501"
     assert one(svc, "SELECT count(*) FROM dna.dna_instances WHERE tenant = %s", (ALICE,)) == 0
+
+
+def test_set_search_config_is_an_operator_function_with_a_clear_refusal(world, sql):
+    """An application role reads a scope's settings (dna.search_config) but may not change them:
+    42501 naming the function and a hint, not PostgreSQL's bare 'permission denied for table'."""
+    app = world("alice")
+    assert len(rows(app, "SELECT * FROM dna.search_config('acme')")) == 1
+    with pytest.raises(psycopg.Error) as err:
+        app.execute("SELECT dna.set_search_config('acme', fusion => 'rrf')")
+    assert err.value.sqlstate == "42501"
+    assert "operator function" in err.value.diag.message_primary and "GRANT" in err.value.diag.message_hint
+    assert sql.execute("SELECT dna.set_search_config('acme', fusion => 'rrf')").fetchone()[0]["fusion"] == "rrf"
