@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import psycopg
 
 from pydna.client import Client
-from pydna.embeddings.base import EmbeddingPort
+from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory, _vector
 
 #: Memory Kinds (dna.recallable_kinds()).
@@ -118,16 +118,17 @@ class DoorMemory(Memory):
     would leave the transaction aborted and hide the real SQLSTATE. An embedder failure still
     degrades the call to lexical, reported in ``embedding_error``."""
 
-    def _embed(self, text: str) -> tuple[Any, str | None]:
+    def _embed(self, text: str, purpose: str) -> tuple[Any, str | None]:
         embedder = self.client.embedder
         if embedder is None or not text or not text.strip():
             return None, None
         model = (embedder.model_id, embedder.dims)
         if model not in _registered:
-            self.conn.execute("SELECT dna.register_model(%s, %s)", model)
+            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
+                              (*model, role_prefix(embedder, "query"), role_prefix(embedder, "document")))
             _registered.add(model)
         try:
-            return _vector(embedder.embed([text])[0]), None
+            return _vector(embed_for(embedder, [text], purpose)[0]), None
         except Exception as exc:  # honest degradation: lexical only, the answer says why
             return None, f"{type(exc).__name__}: {exc}"
 
