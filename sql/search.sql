@@ -375,7 +375,7 @@ DECLARE
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
-    scope := dna.check_key('scope', scope, 200);
+    scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
@@ -390,6 +390,11 @@ BEGIN
         RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
     END IF;
     PERFORM dna.check_weights('weights', weights, 2);     -- 2 finite values >= 0 (dense, lexical)
+    IF weights[1] = 0 AND weights[2] = 0 THEN
+        RAISE EXCEPTION 'weights % turn both lanes off: every hit would score 0', weights
+            USING ERRCODE = '22023',
+                  HINT = 'Give at least one lane a weight > 0: ''{1,0}'' is the dense lane alone, ''{0,1}'' the lexical lane alone.';
+    END IF;
     IF fusion IS NOT NULL AND fusion NOT IN ('rrf', 'convex') THEN
         RAISE EXCEPTION 'fusion must be ''rrf'' or ''convex'', got %', quote_literal(fusion) USING ERRCODE = '22023';
     END IF;

@@ -69,6 +69,23 @@ def test_zero_weight_turns_a_lane_off_and_rrf_keeps_null_weight_as_one(sql):
     assert sql.execute("SELECT dna.rrf(ARRAY[1, 1], ARRAY[NULL, 2]::float8[], 9)").fetchone()[0] == pytest.approx(0.3)
 
 
+def test_weights_that_turn_both_lanes_off_are_refused(sql):
+    """'{0,0}' would rank every candidate at 0 (name order: meaningless hits): 22023 with a hint."""
+    _index(sql, "w00", [("a", "alpha beta"), ("b", "beta gamma")])
+    with pytest.raises(psycopg.Error) as err:
+        sql.execute("SELECT * FROM dna.search('w00', 'beta', dna.fake_embed('beta'), %s, weights => '{0,0}')", (MODEL,))
+    assert err.value.sqlstate == "22023" and "both lanes off" in err.value.diag.message_primary
+    assert "{1,0}" in err.value.diag.message_hint
+
+
+def test_search_refuses_a_scope_outside_the_name_rule(sql):
+    """As the write verbs do (README, "Names"): 22023 with a suggestion, not an empty answer."""
+    with pytest.raises(psycopg.Error) as err:
+        sql.execute("SELECT * FROM dna.search('My Scope!', 'beta', NULL, %s)", (MODEL,))
+    assert err.value.sqlstate == "22023" and "invalid scope" in err.value.diag.message_primary
+    assert "my-scope" in err.value.diag.message_hint
+
+
 # (c) ------------------------------------------------------------------------------------------
 
 NEAR_DUPLICATES = [(f"dup-{i:02d}", "pagination window page offset ranking " + " ".join(
