@@ -39,6 +39,8 @@ beyond the halfvec range (±65504) is stored at unit length by the document door
 *lexical*: ``sql/bm25.sql`` split in two along its sections: the lane ``dna.bm25_lane`` (the
 score-at-a-time algorithm, its budget and certificate) moves to the new ``sql/bm25_lane.sql``;
 configuration, statistics and the entry points (``dna.bm25``, ``dna.bm25_explain``) stay.
+``sql/search.sql`` likewise: validation, width routing, the model registry and the text helpers move
+to the new ``sql/search_support.sql``; ``dna.search`` and its scope helpers stay.
 
 recall (issue 15 items 1-2): ``dna.recall`` gains ``decay`` (surfaced | written | off) and ``explain``
 (``before_recall.sql`` drops the 0015 signature, ``undo_recall.sql`` the new one and the
@@ -95,15 +97,15 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "bm25_lane.sql", "documents.sql", "search.sql",
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql", "search.sql",
          "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
          "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql", "tenancy.sql")
 # The texts this revision replaces, as the revision before it runs them.
 PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation", "fusion.sql": "0001_foundation",
             "bm25.sql": "0013_passages", "documents.sql": "0013_passages", "search.sql": "0013_passages",
-            **{name: "0015_governed_history" for name in ORDER[7:]}, "tenancy.sql": "0012_first_day"}
+            **{name: "0015_governed_history" for name in ORDER[8:]}, "tenancy.sql": "0012_first_day"}
 # Plane files this revision creates (split out of a file above; no earlier text).
-NEW = ("bm25_lane.sql", "receipts.sql")
+NEW = ("bm25_lane.sql", "receipts.sql", "search_support.sql")
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 _DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
 
@@ -115,7 +117,8 @@ def _text(name: str, frozen_in: str | None = None) -> str:
 # The plane files this revision re-runs, as released: those whose text differs from the text the
 # revision before ran (and NEW). Static, so that a later change of another plane file is run by the
 # later revision, not this one; tests/test_migrations.py checks it against the frozen copies.
-CHANGED = ("catalog.sql", "embedding.sql", "fusion.sql", "bm25.sql", "bm25_lane.sql", "documents.sql", "search.sql",
+CHANGED = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
+           "search.sql",
            "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql", "receipts.sql", "tenancy.sql")
 
 
