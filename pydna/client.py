@@ -23,7 +23,7 @@ from pgvector.psycopg import register_vector
 from pydna import migrate
 from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
-from pydna.sqlcalls import captured_notices, kinds_arg  # noqa: F401  (kinds_arg: re-exported)
+from pydna.sqlcalls import captured_notices, kinds_arg, register_embedder  # noqa: F401  (kinds_arg: re-exported)
 
 
 class NotMigratedError(RuntimeError):
@@ -333,9 +333,7 @@ class Client:
         if embeds:
             # Once per call: stale_documents needs the model known even before its first vector.
             # The model_id's role prefixes are recorded with it: 22023 when the registry holds others.
-            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
-                              (model, self.embedder.dims, role_prefix(self.embedder, "query"),
-                               role_prefix(self.embedder, "document")))
+            register_embedder(self.conn, self.embedder)
         splitter = self.passage_splitter() if passages else None
         total = len(records) if isinstance(records, Sized) else None
         done = 0

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
-from pydna.embeddings.base import embed_for, role_prefix
-from pydna.sqlcalls import captured_notices, kinds_arg
+from pydna.embeddings.base import embed_for
+from pydna.sqlcalls import captured_notices, kinds_arg, register_embedder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydna.client import Client
@@ -60,9 +60,7 @@ class Memory:
         if embedder is None or not text or not text.strip():
             return None, None
         try:
-            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
-                              (embedder.model_id, embedder.dims, role_prefix(embedder, "query"),
-                               role_prefix(embedder, "document")))
+            register_embedder(self.conn, embedder)
             return _vector(embed_for(embedder, [text], purpose)[0]), None
         except Exception as exc:  # a missing model degrades to lexical; the answer says so
             return None, f"{type(exc).__name__}: {exc}"

@@ -19,14 +19,17 @@ def reindex(conn, scope: str, provider, batch_size: int = 64) -> dict[str, Any]:
     Errors are the server's (psycopg errors with their SQLSTATE, e.g. 22023 for an unknown scope)."""
     from pgvector.psycopg import register_vector
 
+    from pydna.embeddings.base import embed_for
+    from pydna.sqlcalls import register_embedder
+
     register_vector(conn)
-    conn.execute("SELECT dna.register_model(%s, %s)", (provider.model_id, provider.dims))
+    register_embedder(conn, provider)
     todo = conn.execute("SELECT dna.reconcile(%s, 'reembed', %s)", (scope, provider.model_id)).fetchone()[0]
     items = todo["to_embed"]
     written = 0
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
-        vectors = provider.embed([item["text"] for item in chunk])
+        vectors = embed_for(provider, [item["text"] for item in chunk], "document")   # as Client.memory writes them
         for item, vector in zip(chunk, vectors):
             personal = item["tenant"].startswith("personal:")
             conn.execute("SELECT dna.index_document(%s, %s, %s, %s, %s::real[]::vector, %s, %s, %s, personal => %s)",

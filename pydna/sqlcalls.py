@@ -1,6 +1,6 @@
-"""Helpers for calling the SQL functions, shared by ``pydna.client`` and ``pydna.memory`` (which
-import them from here, so neither imports the other for them): the shape of a Kind-list argument
-and the NOTICEs the server sends during a call.
+"""Helpers for calling the SQL functions, shared by ``pydna.client``, ``pydna.memory``, the doors and
+``pydna.reindex`` (which import them from here, so none imports another for them): the shape of a
+Kind-list argument, the NOTICEs the server sends during a call, and registering an embedder's model.
 """
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from typing import Sequence
 
 import psycopg
+
+from pydna.embeddings.base import role_prefix
 
 
 def kinds_arg(kinds: str | Sequence[str] | None) -> list[str] | None:
@@ -27,3 +29,11 @@ def captured_notices(conn: psycopg.Connection):
         yield notices
     finally:
         conn.remove_notice_handler(handler)
+
+
+def register_embedder(conn: psycopg.Connection, embedder) -> None:
+    """``dna.register_model`` of the embedder's model_id and width with its role prefixes (query,
+    document), so that vectors of one model_id are never embedded two ways: 22023 from the server
+    when the registry records other prefixes for that model_id. Idempotent."""
+    conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
+                 (embedder.model_id, embedder.dims, role_prefix(embedder, "query"), role_prefix(embedder, "document")))

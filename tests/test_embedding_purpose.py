@@ -105,3 +105,21 @@ def test_memory_embeds_documents_and_queries_for_their_purpose(dna_dsn):
         assert seen[-1] == "query: red fox"
         row = client.conn.execute("SELECT query_prefix, document_prefix FROM dna.model_prefixes('fake-e5-memory')").fetchone()
         assert tuple(row) == ("query: ", "passage: ")
+
+
+def test_reindex_embeds_memories_as_documents(sql, dna_dsn):
+    """dna reindex writes what Client.memory would: the memory text behind the document prefix, and
+    the model registered with both prefixes."""
+    from psycopg.types.json import Jsonb
+
+    from pydna.reindex import reindex
+
+    sql.execute("SELECT dna.remember('reidx', %s, name => 'fox')", (Jsonb({"summary": "the red fox jumps"}),))
+    with psycopg.connect(dna_dsn, autocommit=True) as conn:
+        got = reindex(conn, "reidx", PrefixedFake(model_id="fake-e5-reindex"))
+    assert got["written"] == 1
+    same = sql.execute("SELECT embedding = dna.fake_embed('passage: ' || body) FROM dna.dna_search_docs_384 "
+                       "WHERE scope = 'reidx' AND name = 'fox' AND model_id = 'fake-e5-reindex'").fetchone()[0]
+    assert same is True
+    row = sql.execute("SELECT query_prefix, document_prefix FROM dna.model_prefixes('fake-e5-reindex')").fetchone()
+    assert tuple(row) == ("query: ", "passage: ")

@@ -22,8 +22,9 @@ from typing import Any, Mapping, Sequence
 import psycopg
 
 from pydna.client import Client
-from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
+from pydna.embeddings.base import EmbeddingPort, embed_for
 from pydna.memory import Memory, _vector
+from pydna.sqlcalls import register_embedder
 
 #: Memory Kinds (dna.recallable_kinds()).
 MEMORY_KINDS = ("Engram", "Research", "Evidence")
@@ -124,8 +125,7 @@ class DoorMemory(Memory):
             return None, None
         model = (embedder.model_id, embedder.dims)
         if model not in _registered:
-            self.conn.execute("SELECT dna.register_model(%s, %s, NULL, %s, %s)",
-                              (*model, role_prefix(embedder, "query"), role_prefix(embedder, "document")))
+            register_embedder(self.conn, embedder)
             _registered.add(model)
         try:
             return _vector(embed_for(embedder, [text], purpose)[0]), None
