@@ -39,13 +39,18 @@ def read_sql(name: str, frozen_in: str | None = None) -> TextClause:
     return text(wrapped.replace(":", "\\:"))
 
 
+def defined_functions(name: str, frozen_in: str | None = None) -> set[str]:
+    """The names of the ``dna.<function>``s the plane file ``name`` (or its frozen copy) defines."""
+    return set(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(",
+                          plane_file(name, frozen_in).read_text(encoding="utf-8")))
+
+
 def drop_plane_functions(names: tuple[str, ...] | list[str], frozen_in: str | None = None) -> TextClause:
     """SQL that drops every overload of every ``dna.<function>`` defined by the plane files
     ``names`` (for a revision's downgrade: it removes exactly the functions that revision ran)."""
     functions: set[str] = set()
     for name in names:
-        functions.update(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(",
-                                    plane_file(name, frozen_in).read_text(encoding="utf-8")))
+        functions |= defined_functions(name, frozen_in)
     listed = ", ".join(f"'{f}'" for f in sorted(functions))
     return text(f"""
 DO $$

@@ -82,14 +82,13 @@ while its own new row versions split the index's root page left live entries mar
 18.6), so later index scans missed memories (``before_writepath.sql``, which first refuses, 23505, two
 records of a scope sharing an id; ``undo_writepath.sql`` restores the exclusion).
 """
-import re
 import sys
 from pathlib import Path
 
 from alembic import op
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
-from sql_files import plane_file, read_sql  # noqa: E402
+from sql_files import defined_functions, read_sql  # noqa: E402
 
 revision = "0016_answers_and_bounds"
 down_revision = "0015_governed_history"
@@ -107,13 +106,6 @@ PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation",
 # Plane files this revision creates (split out of a file above; no earlier text).
 NEW = ("bm25_lane.sql", "receipts.sql", "search_support.sql")
 _FRAGMENTS = Path(__file__).resolve().parent / revision
-_DEFINED = re.compile(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(")
-
-
-def _text(name: str, frozen_in: str | None = None) -> str:
-    return plane_file(name, frozen_in).read_text(encoding="utf-8")
-
-
 # The plane files this revision re-runs, as released: those whose text differs from the text the
 # revision before ran (and NEW). Static, so that a later change of another plane file is run by the
 # later revision, not this one; tests/test_migrations.py checks it against the frozen copies.
@@ -136,9 +128,9 @@ def _added_functions() -> list[str]:
     now: set[str] = set()
     before: set[str] = set()
     for name in changed_files():
-        now |= set(_DEFINED.findall(_text(name)))
+        now |= defined_functions(name)
         if name not in NEW:
-            before |= set(_DEFINED.findall(_text(name, PREVIOUS[name])))
+            before |= defined_functions(name, PREVIOUS[name])
     return sorted(now - before)
 
 
