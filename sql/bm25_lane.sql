@@ -67,7 +67,7 @@ DECLARE
     lim integer;                 -- partial sums kept: C + 1, and room for the suspects
     full_heap boolean;           -- the heap held lim documents (others may lie below)
     others boolean;              -- a document outside the candidates has a partial sum
-    n_sus bigint;                -- documents with a tombstone among the kept partial sums
+    sus boolean[];               -- which of the kept partial sums belong to a document with a tombstone
     n_plain bigint;              -- candidates without a tombstone
     spent integer;
     docs bigint[];
@@ -313,11 +313,13 @@ BEGIN
         -- Every released candidate is kept when the heap is not full or holds more than C others
         -- (a document above them all would have more than C partial sums above its own); else the
         -- suspects crowded the heap: keep more.
-        EXIT WHEN st.tombstones = 0 OR NOT full_heap;
-        SELECT count(*) INTO n_sus FROM unnest(docs) AS v (d)
-        WHERE v.d IN (SELECT t.doc_id FROM dna.dna_bm25_tombstones AS t
-                      WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts));
-        EXIT WHEN cardinality(docs) - n_sus > cand;
+        EXIT WHEN st.tombstones = 0;
+        -- sus[i]: docs[i] has a tombstone (one hashed probe of the partition's tombstones)
+        SELECT coalesce(array_agg(v.d IN (SELECT t.doc_id FROM dna.dna_bm25_tombstones AS t
+                                          WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts))
+                                  ORDER BY v.i), '{}')
+        INTO sus FROM unnest(docs) WITH ORDINALITY AS v (d, i);
+        EXIT WHEN NOT full_heap OR cardinality(docs) - cardinality(array_positions(sus, true)) > cand;
         lim := 2 * lim;
     END LOOP;
     -- The candidates: every suspect, and the best C others; the cut bounds every other document's
@@ -329,10 +331,7 @@ BEGIN
                count(*) FILTER (WHERE NOT u.sus AND u.r <= cand)
         INTO docs, accs, cut, n_plain
         FROM (SELECT x.*, count(*) FILTER (WHERE NOT x.sus) OVER (ORDER BY x.i) AS r
-              FROM (SELECT v.d, v.a, v.i,
-                           v.d IN (SELECT t.doc_id FROM dna.dna_bm25_tombstones AS t
-                                   WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = ANY (parts)) AS sus
-                    FROM unnest(docs, accs) WITH ORDINALITY AS v (d, a, i)) AS x) AS u;
+              FROM unnest(docs, accs, sus) WITH ORDINALITY AS x (d, a, sus, i)) AS u;
         IF cut IS NULL AND full_heap THEN
             cut := (SELECT min(a) FROM unnest(accs) AS a);   -- no other kept: the smallest kept bounds the rest
         END IF;
