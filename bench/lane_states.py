@@ -26,6 +26,8 @@ from pathlib import Path
 
 import psycopg
 
+from scale import BackendCpu   # bench/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCOPE = "scale"
 
@@ -43,11 +45,6 @@ def claims(dataset: Path, n: int) -> list[str]:
             if qid and qid not in order:
                 order.append(qid)
     return [texts[q] for q in order[:n]]
-
-
-def cpu_ms(pid: int) -> float:
-    with open(f"/proc/{pid}/schedstat", encoding="ascii") as fh:
-        return int(fh.read().split()[0]) / 1e6
 
 
 def load_lane(conn, path: Path, schema: str) -> None:
@@ -73,7 +70,9 @@ def pct(values: list[float], p: float) -> float:
 
 
 def measure(conn, model: str, queries: list[str], rounds: int) -> dict:
-    pid = conn.info.backend_pid
+    backend = BackendCpu(conn)   # /proc/<pid>/schedstat, ns
+    if backend.path is None:
+        raise SystemExit("lane_states.py needs the server on this machine (its backend's /proc/<pid>/schedstat)")
     k1, b = conn.execute("SELECT bm25_k1, bm25_b FROM dna.search_config(%s)", (SCOPE,)).fetchone()
     sql = ("SELECT doc_id, score, exact FROM {}.bm25_lane(%s, %s, '', dna.bm25_terms(%s, 'english'), %s, %s, 10) "
            "ORDER BY score DESC, doc_id")
@@ -84,9 +83,9 @@ def measure(conn, model: str, queries: list[str], rounds: int) -> dict:
         best: dict[str, tuple[float, float, list]] = {}
         for _ in range(rounds):
             for schema in ("lanebench_this", "lanebench"):
-                c0, w0 = cpu_ms(pid), time.perf_counter()
+                c0, w0 = backend.read(), time.perf_counter()
                 rows = conn.execute(sql.format(schema), (SCOPE, model, q, k1, b)).fetchall()
-                c, w = cpu_ms(pid) - c0, (time.perf_counter() - w0) * 1000
+                c, w = (backend.read() - c0) / 1e6, (time.perf_counter() - w0) * 1000
                 old = best.get(schema)
                 best[schema] = (min(old[0], c) if old else c, min(old[1], w) if old else w, rows)
         for schema in best:
