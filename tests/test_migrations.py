@@ -91,24 +91,33 @@ def test_client_on_unmigrated_database_fails_loud_and_creates_nothing(empty_dsn)
 
 
 def test_head_re_runs_exactly_the_plane_files_it_changed():
-    """0016 re-runs a static list of plane files (CHANGED): every file whose text differs from what
-    the revision before ran, and no other. A plane file edited later without a new revision (or
-    without freezing 0016's text) shows up here."""
+    """The head (0017) re-runs a static list of plane files (CHANGED): every file whose text differs
+    from the text released before it (PREVIOUS, frozen copies), and no other. A plane file edited
+    without a new revision (or without freezing the head's text) shows up here."""
     import importlib.util
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "migrations"
     sys.path.insert(0, str(root))
-    spec = importlib.util.spec_from_file_location("rev0016", root / "versions" / "0016_answers_and_bounds.py")
-    rev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rev)
-    # a later revision that re-runs plane files takes this check over (its own CHANGED), and 0016
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, root / "versions" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    rev = load("0017_recall_past_ingest")
+    # a later revision that re-runs plane files takes this check over (its own CHANGED), and 0017
     # then reads frozen copies of the texts it released
+    assert set(rev.PREVIOUS) == set(rev.ORDER)
     differ = {name for name in rev.ORDER if name in rev.NEW or
               (root.parent / "sql" / name).read_text(encoding="utf-8")
               != (root / "versions" / rev.PREVIOUS[name] / name).read_text(encoding="utf-8")}
     assert differ == set(rev.CHANGED)
+    # 0016 reads the texts it released from its frozen copies, every one of them present
+    released = load("0016_answers_and_bounds")
+    assert all((root / "versions" / released.revision / name).exists() for name in released.CHANGED)
     # every plane file is run by some revision
     ran = set(rev.ORDER) | {"doors.sql", "bm25_write.sql"}
     assert {p.name for p in (root.parent / "sql").glob("*.sql")} <= ran

@@ -106,9 +106,9 @@ PREVIOUS = {"catalog.sql": "0012_first_day", "embedding.sql": "0001_foundation",
 # Plane files this revision creates (split out of a file above; no earlier text).
 NEW = ("bm25_lane.sql", "receipts.sql", "search_support.sql")
 _FRAGMENTS = Path(__file__).resolve().parent / revision
-# The plane files this revision re-runs, as released: those whose text differs from the text the
-# revision before ran (and NEW). Static, so that a later change of another plane file is run by the
-# later revision, not this one; tests/test_migrations.py checks it against the frozen copies.
+# The plane files this revision re-runs: those whose text differed from the text the revision before
+# ran (and NEW). Their texts as released are frozen in versions/0016_answers_and_bounds/ (0017 and
+# later revisions re-run sql/).
 CHANGED = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
            "search.sql",
            "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql", "receipts.sql", "tenancy.sql")
@@ -128,7 +128,7 @@ def _added_functions() -> list[str]:
     now: set[str] = set()
     before: set[str] = set()
     for name in changed_files():
-        now |= defined_functions(name)
+        now |= defined_functions(name, revision)
         if name not in NEW:
             before |= defined_functions(name, PREVIOUS[name])
     return sorted(now - before)
@@ -138,7 +138,7 @@ def upgrade() -> None:
     for fragment in _fragments("before"):
         op.execute(read_sql(fragment, frozen_in=revision))
     for name in changed_files():
-        op.execute(read_sql(name))
+        op.execute(read_sql(name, frozen_in=revision))  # as released (0017 replaced some)
     for fragment in _fragments("after"):
         op.execute(read_sql(fragment, frozen_in=revision))
 

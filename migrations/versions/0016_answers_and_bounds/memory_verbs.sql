@@ -1,0 +1,715 @@
+-- pydna SQL package — memory plane: the verbs.
+--
+-- Memory is not a new store: it is the Kinds that declare the trait `memory.recallable` (seeded:
+-- Engram, Research, Evidence) in dna.dna_instances, indexed into the search tables like any record.
+-- Every verb is one function returning jsonb: dna.remember, dna.recall, dna.forget, dna.revive,
+-- dna.list_memories (and dna.consolidate in sql/consolidate.sql). Pure scoring functions take `now`
+-- as an argument and reproduce ../shared/conformance/dna/memory-scoring.json (the DNA SDK goldens,
+-- ruinosus/dna, MIT) to 1e-12.
+--
+-- Two clocks. World (valid) time: spec.valid_from / spec.valid_to, mirrored into the column
+-- valid_at = [valid_from, valid_to); `now` arguments read it. Transaction time: dna.dna_versions
+-- .created_at, the instant a version was written; `as_of` arguments read it.
+--
+-- Triggers (created by migration 0002_memory): dna.instances_before_write (bitemporal guard +
+-- valid_at mirror), dna.instances_after_write (append the envelope to dna_versions, prune past
+-- the Kind's retention), dna.instances_refuse_delete and dna.search_docs_refuse_delete (DELETE of
+-- an invalidate-only Kind is refused; the error names dna.forget).
+--
+-- SQLSTATEs used: 22023 invalid argument, 22001 too long, 22007 bad timestamp, P0002 no such
+-- memory, 23001 refused delete (restrict_violation), 42501 reserved tenant (dna.check_tenant).
+--
+-- The memory plane is five files, run in this order by migration 0015_governed_history:
+-- memory_time.sql (time helpers), memory_scoring.sql (pure scoring, conformance goldens),
+-- memory_kinds.sql (memory Kinds, specs and claims), memory_write.sql (the write path's trigger
+-- functions) and memory_verbs.sql (dna.remember, recall, forget, revive, list_memories).
+
+-- ---------------------------------------------------------------------------------------------
+-- Verbs
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.memory_name(kind text, spec jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN (
+        SELECT 'rem-' || left(encode(sha256(convert_to(kind || E'\n' || dna.engram_text(spec) || E'\n' ||
+                                                       coalesce(spec ->> 'summary', ''), 'UTF8')), 'hex'), 16)
+    );
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
+'The stable name of a memory given without one: rem- and 16 hex digits of SHA-256 over its Kind and '
+'text, so remembering the same text twice names the same memory. Pure.';
+
+DROP FUNCTION IF EXISTS dna.lock_memory(text, text, text, text);  -- before required_by
+CREATE OR REPLACE FUNCTION dna.lock_memory(scope text, kind text, name text, tenant text,
+                                           required_by text DEFAULT NULL, OUT api text, OUT stored jsonb)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+BEGIN
+    SELECT k.api_version INTO api FROM dna.dna_kinds AS k WHERE k.kind = kind;
+    -- A name that has no row yet has nothing FOR UPDATE can lock: writers of one key queue on a
+    -- transaction-level advisory lock of it first, so the second sees the first's row (the next
+    -- statement reads a new snapshot) and answers updated, never a second created.
+    PERFORM pg_advisory_xact_lock(hashtextextended(
+        'dna.memory' || chr(31) || scope || chr(31) || kind || chr(31) || name || chr(31) || tenant, 0));
+    SELECT i.spec INTO stored FROM dna.dna_instances AS i
+    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
+    FOR UPDATE;
+    IF stored IS NULL AND required_by IS NOT NULL THEN   -- spec is NOT NULL: no such row
+        RAISE EXCEPTION '%: no %/% in scope % (tenant %)', required_by, kind, name, quote_literal(scope),
+            quote_literal(tenant) USING ERRCODE = 'P0002';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION dna.lock_memory(text, text, text, text, text) IS
+'The row of one memory for a write verb (dna.remember, dna.forget, dna.revive): api = the Kind''s '
+'api_version, stored = its spec (NULL when there is no such row), the key locked until the end of the '
+'transaction (a transaction-level advisory lock of the key, so that two writers of a new name queue, '
+'then the row FOR UPDATE). Arguments are already validated by the caller. required_by (a verb that needs '
+'the row, e.g. ''forget''): no such row raises P0002 naming that verb; otherwise no error of its own.';
+
+DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.remember(
+    scope text, spec jsonb, kind text DEFAULT 'Engram', name text DEFAULT NULL, tenant text DEFAULT '',
+    now timestamptz DEFAULT NULL, embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    personal boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    at timestamptz;
+    api text;
+    stored jsonb;
+    merged jsonb;
+    action text;
+    idx jsonb;
+    lifecycle constant text[] := ARRAY['created_at', 'valid_from', 'valid_to', 'superseded_by_memory', 'revivals',
+                                       'cues_history', 'last_surfaced', 'surface_count'];
+    f text;
+    ver record;
+BEGIN
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
+    at := coalesce(dna.check_now(now), now());
+    model_id := coalesce(model_id, 'dna-fake-hash-v1');
+    merged := dna.prepare_memory_spec(kind, spec, at);     -- validates (22023/22001/22007) before any write
+    name := dna.check_key('name', coalesce(name, dna.memory_name(kind, merged)), 512);
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
+    IF stored IS NOT NULL THEN
+        -- Remembering an existing memory again restates it: the new spec replaces the stored one,
+        -- but its life history (lifecycle keys the caller did not give) is kept.
+        FOREACH f IN ARRAY lifecycle LOOP
+            IF stored ? f AND NOT spec ? f THEN
+                merged := jsonb_set(merged, ARRAY[f], stored -> f);
+            END IF;
+        END LOOP;
+        -- A derived encoding context is the record's own: its time of day is that of the kept created_at.
+        IF kind = 'Engram' AND NOT coalesce(jsonb_typeof(spec -> 'encoding_context') = 'object'
+                                             AND spec -> 'encoding_context' <> '{}'::jsonb, false) THEN
+            merged := merged || jsonb_build_object('encoding_context', dna.derive_encoding_context(merged));
+        END IF;
+        action := CASE WHEN merged = stored THEN 'unchanged' ELSE 'updated' END;
+    ELSE
+        action := 'created';
+    END IF;
+
+    IF action <> 'unchanged' THEN
+        PERFORM dna.set_op('remember');
+        INSERT INTO dna.dna_instances AS i (scope, kind, api_version, name, tenant, spec)
+        SELECT scope, kind, api, name, tenant, merged
+        ON CONFLICT ON CONSTRAINT dna_instances_pkey DO UPDATE SET spec = excluded.spec;
+        PERFORM dna.set_op(NULL);
+    END IF;
+    SELECT i.spec INTO merged FROM dna.dna_instances AS i
+    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
+    SELECT v.version, v.created_at INTO ver FROM dna.dna_versions AS v
+    WHERE v.scope = scope AND v.kind = kind AND v.api_version = api AND v.name = name AND v.tenant = tenant
+    ORDER BY v.version DESC LIMIT 1;
+
+    idx := dna.index_document(scope, kind, name, dna.memory_text(kind, merged), embedding, model_id,
+                              NULL, CASE WHEN personal IS TRUE THEN '' ELSE tenant END,
+                              left(coalesce(nullif(merged ->> 'summary', ''), dna.memory_text(kind, merged)), 240),
+                              personal => personal IS TRUE);
+    RETURN jsonb_build_object('kind', kind, 'name', name, 'tenant', tenant, 'personal', personal IS TRUE, 'scope', scope, 'spec', merged,
+                              'action', action, 'indexed', true, 'index', idx,
+                              'version', ver.version, 'recorded_at', dna.iso8601(ver.created_at));
+END
+$$;
+
+COMMENT ON FUNCTION dna.remember(text, jsonb, text, text, text, timestamptz, vector, text, boolean) IS
+'Writes a memory of a memory Kind (default Engram) and indexes it. spec is validated and stamped by '
+'dna.prepare_memory_spec at world time now (default now()): created_at, encoding_context and '
+'memory_type (Engram), valid_from. name defaults to dna.memory_name (stable: rem-<sha256 of kind and '
+'text>). Remembering an existing name restates it: the new spec replaces the stored one, keeping its '
+'lifecycle keys (created_at, valid_from, valid_to, superseded_by_memory, revivals, cues_history, '
+'last_surfaced, surface_count) unless given, and an encoding context not given is derived from the kept '
+'created_at; an identical spec writes nothing. Two writers of the same new name queue (dna.lock_memory): '
+'one is answered created, the other updated (or unchanged). The write appends a '
+'version (transaction time) through the dna_instances triggers. The text dna.memory_text(kind, spec) '
+'(Engram: area title summary body) is indexed by dna.index_document with embedding (NULL = lexical '
+'only) under model_id (default dna-fake-hash-v1). personal => true writes the caller''s personal memory '
+'(tenant ''personal:<oid>'', resolved from the connected role; 42501 without an identity). Returns {kind, name, tenant, personal, scope, spec, action: '
+'created|updated|unchanged, indexed, index, version, recorded_at}. Errors: 22023 (not a memory Kind, '
+'bad spec, claims, unknown model_id), 22001 (summary > 280 chars, key too long), 22007 (bad timestamp '
+'or infinite now), 42501 (reserved tenant), 42P01 (no table for the embedding width). Atomic.';
+
+CREATE OR REPLACE FUNCTION dna.memory_display(hit jsonb, spec jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    extra jsonb := jsonb_strip_nulls(jsonb_build_object(
+        'summary', spec -> 'summary',
+        'area', spec -> 'area',
+        'affect', coalesce(spec -> 'affect', spec #> '{encoding_context,affect}'),
+        'tags', spec -> 'tags',
+        'memory_type', spec -> 'memory_type',
+        'created_at', coalesce(spec -> 'created_at', spec -> 'valid_from', spec #> '{cues_history,0,at}'),
+        'valid_from', spec -> 'valid_from',
+        'valid_to', spec -> 'valid_to',
+        'title', CASE WHEN coalesce(hit ->> 'title', '') = '' THEN
+                      to_jsonb(coalesce(nullif(spec ->> 'title', ''), nullif(spec ->> 'summary', ''))) END));
+BEGIN
+    IF hit ->> 'title' IS NULL THEN
+        hit := hit - 'title';                              -- a JSON null title is replaced
+    END IF;
+    RETURN extra || hit;                                   -- the hit's own keys win
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_display(jsonb, jsonb) IS
+'Adds the display fields of a memory spec to a hit without overwriting any: summary, area, affect '
+'(or encoding_context.affect), tags, memory_type, created_at (else valid_from, else the first cue), '
+'valid_from, valid_to, and title (spec title, else summary) when the hit has none. Absent fields are '
+'never fabricated. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.reconsolidated_spec(spec jsonb, now timestamptz, cue text, actor text)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN (
+        SELECT spec
+            || jsonb_build_object(
+                   'cues_history',
+                   (SELECT coalesce(jsonb_agg(c.value ORDER BY c.ord), '[]'::jsonb)
+                    FROM (SELECT e.value, e.ord, count(*) OVER () AS n
+                          FROM jsonb_array_elements(
+                                   CASE WHEN jsonb_typeof(spec -> 'cues_history') = 'array' THEN spec -> 'cues_history' ELSE '[]' END
+                                   || jsonb_build_array(jsonb_build_object('at', dna.iso8601(now), 'cue', left(coalesce(cue, ''), 120),
+                                                                           'actor', coalesce(nullif(actor, ''), 'unknown'))))
+                               WITH ORDINALITY AS e(value, ord)) AS c
+                    WHERE c.ord > c.n - 50),
+                   'last_surfaced', dna.iso8601(now),
+                   'surface_count', coalesce(CASE WHEN jsonb_typeof(spec -> 'surface_count') = 'number'
+                                                  THEN least(greatest((spec ->> 'surface_count')::numeric, 0), 1e15)::bigint END, 0) + 1)
+            || CASE WHEN jsonb_typeof(spec -> 'confidence_score') = 'number'
+                    THEN jsonb_build_object('confidence_score',
+                                            round(least(10.0, (spec ->> 'confidence_score')::numeric + 0.05), 3))
+                    ELSE '{}'::jsonb END
+    );
+END
+$$;
+
+COMMENT ON FUNCTION dna.reconsolidated_spec(jsonb, timestamptz, text, text) IS
+'A surfaced Engram''s spec after reconsolidation at now: appends {at, cue (first 120 chars), actor} '
+'to cues_history (keeps the last 50), sets last_surfaced, surface_count + 1, and a numeric '
+'confidence_score becomes min(10, c + 0.05) rounded to 3 places (tiers are left alone). Pure.';
+
+DROP FUNCTION IF EXISTS dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.recall(
+    scope text, query text, query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
+    kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
+    actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
+    personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    world timestamptz;
+    depth integer;
+    lane_depth integer;
+    pooled integer;
+    in_force integer;
+    semantic_on boolean;
+    blank boolean := coalesce(btrim(query), '') = '';
+    cands jsonb;
+    truncated jsonb := '[]'::jsonb;
+    hits jsonb;
+    top jsonb;
+    h jsonb;
+    done jsonb := '[]'::jsonb;
+    failed jsonb := '[]'::jsonb;
+    result jsonb;
+    cfg regconfig;
+    past_keys text[] := '{}';
+    past_names jsonb := '[]'::jsonb;
+    past_arg jsonb;
+    lq tsquery;
+BEGIN
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    IF k IS NULL OR k < 0 OR k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+    END IF;
+    kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
+    PERFORM dna.check_now(now);
+    PERFORM dna.check_now(as_of, 'as_of');
+    decay := coalesce(lower(btrim(decay)), 'surfaced');
+    IF decay NOT IN ('surfaced', 'written', 'off') THEN
+        RAISE EXCEPTION 'decay must be surfaced, written or off, got %', quote_literal(decay) USING ERRCODE = '22023',
+            HINT = 'surfaced (default): retention counts from last_surfaced; written: from when a never-surfaced '
+                   'memory was written; off: no decay.';
+    END IF;
+    IF as_of IS NOT NULL THEN
+        reconsolidate := false;                            -- a read of the past never writes
+    END IF;
+    world := coalesce(now, as_of, now());                  -- world time follows as_of unless pinned
+    -- No model_id: the scope's model with the most documents (of the query vector's width), so a
+    -- lexical-only recall reads the rows the scope was indexed with; a scope with none: the fake.
+    model_id := coalesce(model_id,
+                         (SELECT m.model_id FROM dna.scope_models(scope) AS m
+                          WHERE query_embedding IS NULL OR m.dims = vector_dims(query_embedding)
+                          ORDER BY m.documents DESC, m.model_id LIMIT 1),
+                         'dna-fake-hash-v1');
+    semantic_on := query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 AND NOT blank;
+    depth := least(greatest(3 * k, 10), 1000);
+    actor := coalesce(nullif(actor, ''), session_user::text);
+    -- The lanes as deep as dna.search's own at k (its default max(4k, 100), unless the scope sets a
+    -- depth), so that the pool's first k are the answer dna.search gives at k.
+    lane_depth := (SELECT CASE WHEN sc.dense_candidates IS NULL AND sc.lexical_candidates IS NULL
+                               THEN greatest(4 * k, 100) END FROM dna.search_config(scope) AS sc);
+
+    IF as_of IS NOT NULL THEN
+        -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
+        -- today's (a version was recorded after as_of) are ranked by their text then, not by their
+        -- search rows (which hold today's): dna.search(past_texts => …) leaves those rows out of both
+        -- lanes and ranks the past tsvector in the lexical lane (BM25 with the lane's own idf and
+        -- avg_len), fused with every other candidate (no dense lane: the vector embeds today's text).
+        cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
+        lq := CASE WHEN NOT blank THEN dna.lexical_query(query, cfg) END;
+        -- The history keeps each version's text digest and tsvector (dna.versions_append_only), so the
+        -- lane reads them instead of recomputing the texts. A record's versions are numbered without
+        -- gaps and stamped in the order they were written (only the oldest are ever removed), so the
+        -- version believed at as_of is the one just before its first version recorded after as_of, and
+        -- its latest version (a copy of the record as it is now) is the last of those: "not today's
+        -- text" compares their digests; the stored tsvector is recomputed only under another ts_config
+        -- than the scope's.
+        WITH moved AS (
+            SELECT v.kind, v.api_version, v.name, v.tenant, min(v.version) AS first_after,
+                   -- the latest version's digest, in one hashed pass: max of (version, digest) as text
+                   substr(max(lpad(v.version::text, 10, '0') || coalesce(v.text_digest, '') COLLATE "C"), 11) AS cur_digest
+            FROM dna.dna_versions AS v
+            WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
+            GROUP BY v.kind, v.api_version, v.name, v.tenant
+        ), past AS MATERIALIZED (
+            SELECT m.kind, m.name, m.tenant, b.hit, b.tsv
+            FROM moved AS m
+            JOIN LATERAL (SELECT x.*, lq IS NOT NULL AND x.tsv @@ lq AS hit
+                          FROM (SELECT v.text_digest,
+                                       CASE WHEN v.ts_config = cfg THEN v.text_tsv
+                                            ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
+                                FROM dna.dna_versions AS v
+                                WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
+                                  AND v.name = m.name AND v.tenant = m.tenant AND v.version = m.first_after - 1
+                                  AND v.created_at <= as_of) AS x) AS b ON true
+            WHERE b.text_digest IS DISTINCT FROM m.cur_digest
+              AND EXISTS (SELECT 1 FROM dna.dna_instances AS i
+                          WHERE i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
+                            AND i.name = m.name AND i.tenant = m.tenant)
+        )
+        SELECT coalesce(array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant), '{}'),
+               (SELECT coalesce(jsonb_agg(to_jsonb(d.name) ORDER BY d.name), '[]'::jsonb)
+                FROM (SELECT DISTINCT p2.name FROM past AS p2) AS d),
+               jsonb_agg(jsonb_build_object('kind', p.kind, 'name', p.name, 'tenant', p.tenant,
+                                            'tsv', CASE WHEN p.hit THEN p.tsv::text END))
+        INTO past_keys, past_names, past_arg
+        FROM past AS p;
+    END IF;
+
+    -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), then the
+    -- spec in force (now) or believed (as_of, from dna_versions), validity at world time, re-score.
+    WITH s AS MATERIALIZED (
+        SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
+        FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
+                        -- the lanes as deep as dna.search's own at k (its default, unless the scope sets one),
+                        -- so that the pool's first k are the answer dna.search gives at k
+                        candidates => lane_depth,
+                        tenant => CASE WHEN personal IS TRUE THEN '' ELSE tenant END, personal => personal IS TRUE,
+                        -- in force at world time inside the lanes; a read of the past (as_of) judges
+                        -- validity from the versions believed then, below
+                        valid_time => CASE WHEN as_of IS NULL THEN world END,
+                        -- as_of: the memories restated since, ranked by their past text (above)
+                        past_texts => past_arg) AS x
+    ), c AS (
+        SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
+               av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
+               av.created_at AS past_recorded, hist.first_version
+        FROM s
+        LEFT JOIN dna.dna_kinds AS dk ON dk.kind = s.kind
+        LEFT JOIN LATERAL (SELECT i.spec, i.valid_at, i.name FROM dna.dna_instances AS i   -- one index probe per hit
+                           WHERE i.scope = scope AND i.kind = s.kind AND i.api_version = dk.api_version
+                             AND i.name = s.name AND i.tenant = s.tenant LIMIT 1) AS i ON true
+        LEFT JOIN LATERAL (SELECT v.spec, v.valid_at, v.version, v.created_at FROM dna.dna_versions AS v
+                           WHERE as_of IS NOT NULL AND v.scope = scope AND v.kind = s.kind
+                             AND v.api_version = dk.api_version AND v.name = s.name AND v.tenant = s.tenant
+                             AND v.created_at <= as_of
+                           ORDER BY v.version DESC LIMIT 1) AS av ON true
+        LEFT JOIN LATERAL (SELECT min(v.version) AS first_version FROM dna.dna_versions AS v
+                           WHERE as_of IS NOT NULL AND v.scope = scope AND v.kind = s.kind
+                             AND v.api_version = dk.api_version AND v.name = s.name AND v.tenant = s.tenant) AS hist ON true
+    ), r AS (
+        SELECT c.*, (c.name || chr(31) || c.kind || chr(31) || c.tenant) = ANY (past_keys) AS by_past,
+               CASE WHEN as_of IS NULL THEN coalesce(c.cur_spec, '{}'::jsonb) ELSE c.past_spec END AS spec,
+               CASE WHEN as_of IS NULL THEN c.cur_valid ELSE c.past_valid END AS valid_at,
+               as_of IS NOT NULL AND c.past_version IS NULL
+                   AND (c.first_version IS NULL OR c.first_version > 1) AS blind
+        FROM c
+    ), scored AS MATERIALIZED (                            -- the memory factors computed once per row
+        SELECT r.*, mf.factor, mf.retention, mf.ecphory
+        FROM r
+        CROSS JOIN LATERAL dna.memory_factors(r.kind, r.spec, query, world, decay) AS mf
+        WHERE NOT r.blind AND r.spec IS NOT NULL
+          AND (r.valid_at IS NULL OR r.valid_at @> world)
+          AND dna.currently_valid(r.spec ->> 'valid_to', world)
+    ), ranked AS (
+        -- The hybrid score times the memory factors (dna.memory_factors): a factor equal for every
+        -- candidate leaves dna.search's order; no second ranking (the dense lane counts once).
+        SELECT sc.*, sc.score * sc.factor AS rescored
+        FROM scored AS sc
+    )
+    SELECT (SELECT coalesce(jsonb_agg(to_jsonb(r.name) ORDER BY r.name COLLATE "C"), '[]'::jsonb)
+            FROM (SELECT DISTINCT r2.name FROM r AS r2 WHERE r2.blind) AS r),
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('x', dna.memory_display(
+                   jsonb_strip_nulls(jsonb_build_object(
+                       'key', rk.name || chr(31) || rk.kind || chr(31) || rk.tenant,
+                       'scope', scope, 'kind', rk.kind, 'name', rk.name, 'tenant', rk.tenant,
+                       'personal', starts_with(rk.tenant, 'personal:'),
+                       'score', rk.rescored, 'search_score', rk.score, 'rank_search', rk.ord,
+                       'memory_factor', rk.factor, 'ecphory', rk.ecphory,
+                       'retention', round(rk.retention::numeric, 4),
+                       -- ranked by its past text: title and snippet from that text, not today's row
+                       'title', CASE WHEN NOT rk.by_past THEN rk.title END,
+                       'snippet', CASE WHEN rk.by_past THEN left(dna.memory_text(rk.kind, rk.spec), 240)
+                                       ELSE rk.snippet END,
+                       'ranked_by', CASE WHEN rk.by_past THEN 'past_text' END, 'similarity', rk.similarity,
+                       'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
+                       'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
+                       'explain', CASE WHEN explain THEN jsonb_build_object(
+                                      'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
+                   rk.spec), 'spec', rk.spec)
+                   ORDER BY rk.rescored DESC, rk.name COLLATE "C", rk.kind COLLATE "C", rk.tenant COLLATE "C"), '[]'::jsonb)
+            FROM ranked AS rk),
+           (SELECT count(*) FROM s), (SELECT count(*) FROM scored)
+    INTO truncated, cands, pooled, in_force;
+
+    hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
+
+    top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)
+                     FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
+
+    IF reconsolidate THEN
+        -- Light reconsolidation of the surfaced Engrams, in one statement; fail-soft and never waits:
+        -- a row locked by another writer is skipped (SKIP LOCKED) and named in reconsolidation_errors.
+        BEGIN
+            PERFORM dna.set_op('reconsolidate');
+            WITH want AS (
+                SELECT e.value ->> 'name' AS name, e.value ->> 'tenant' AS tenant, e.ord
+                FROM jsonb_array_elements(top) WITH ORDINALITY AS e(value, ord) WHERE e.value ->> 'kind' = 'Engram'
+                  AND e.value ->> 'tenant' = tenant   -- the cue never lands in another partition (INV-PERSONAL)
+            ), locked AS (
+                SELECT i.scope, i.kind, i.api_version, i.name, i.tenant
+                FROM dna.dna_instances AS i JOIN want AS w ON i.name = w.name AND i.tenant = w.tenant
+                WHERE i.scope = scope AND i.kind = 'Engram'
+                FOR UPDATE OF i SKIP LOCKED
+            ), upd AS (
+                UPDATE dna.dna_instances AS i SET spec = dna.reconsolidated_spec(i.spec, world, query, actor)
+                FROM locked AS l
+                WHERE i.scope = l.scope AND i.kind = l.kind AND i.api_version = l.api_version
+                  AND i.name = l.name AND i.tenant = l.tenant
+                RETURNING i.name, i.tenant
+            )
+            SELECT coalesce((SELECT jsonb_agg(to_jsonb(u.name) ORDER BY w.ord)
+                             FROM upd AS u JOIN want AS w ON w.name = u.name AND w.tenant = u.tenant), '[]'::jsonb),
+                   coalesce((SELECT jsonb_agg(jsonb_build_object('name', w.name, 'sqlstate', '55P03',
+                                                                 'error', 'row locked by another writer; skipped')
+                                              ORDER BY w.ord)
+                             FROM want AS w WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.name = w.name
+                                                                                      AND l.tenant = w.tenant)), '[]'::jsonb)
+            INTO done, failed;
+            PERFORM dna.set_op(NULL);
+        EXCEPTION WHEN OTHERS THEN
+            failed := jsonb_build_array(jsonb_build_object('name', NULL, 'sqlstate', SQLSTATE, 'error', SQLERRM));
+            done := '[]'::jsonb;
+        END;
+    END IF;
+
+    result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'k', k, 'model_id', model_id,
+                                 'degraded', NOT blank AND NOT semantic_on, 'semantic', semantic_on,
+                                 'now', dna.iso8601(world), 'decay', decay, 'hits', top,
+                                 'reconsolidated', done);
+    IF jsonb_array_length(failed) > 0 THEN
+        result := result || jsonb_build_object('reconsolidation_errors', failed);
+    END IF;
+    IF explain THEN
+        -- The memory part of the explanation (each hit's lanes are its rank_dense/similarity and
+        -- rank_lexical/lexical_score, its fusion search_score and rank_search).
+        result := result || jsonb_build_object('explain', jsonb_strip_nulls(jsonb_build_object(
+            'ranking', 'search_score × memory_factor (dna.memory_factors), ordered (score desc, name, kind, tenant)',
+            'decay', decay,
+            'pool', jsonb_build_object('asked', depth, 'returned', pooled, 'in_force', in_force,
+                                       'dropped', pooled - in_force,
+                                       'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
+            'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'tenant', tenant, 'personal', personal IS TRUE,
+                                          'valid_time', CASE WHEN as_of IS NULL THEN dna.iso8601(world) END,
+                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of)),
+            'degradations', to_jsonb(array_remove(ARRAY[
+                CASE WHEN NOT blank AND query_embedding IS NULL THEN 'no query embedding: lexical lane only' END,
+                CASE WHEN NOT blank AND query_embedding IS NOT NULL AND NOT semantic_on
+                     THEN 'zero query embedding: lexical lane only' END,
+                CASE WHEN cardinality(past_keys) > 0
+                     THEN 'as_of: memories restated since ranked by their past text, in dna.search''s lexical lane only' END,
+                CASE WHEN jsonb_array_length(truncated) > 0 THEN 'as_of: history pruned past as_of for some candidates' END],
+                NULL)))));
+    END IF;
+    IF as_of IS NOT NULL THEN
+        -- Erased memories (dna.redact) that existed at as_of cannot be ranked: their text is gone.
+        result := result || jsonb_build_object('as_of', dna.iso8601(as_of), 'as_of_truncated', truncated,
+            'as_of_past_text', past_names,
+            'as_of_redacted', (SELECT coalesce(jsonb_agg(to_jsonb(i.name) ORDER BY i.name COLLATE "C"), '[]'::jsonb)
+                               FROM dna.dna_instances AS i
+                               WHERE i.scope = scope AND i.kind = ANY (kinds) AND dna.is_redacted(i.spec)
+                                 AND i.tenant IN (tenant, '') AND i.created_at <= as_of));
+    END IF;
+    RETURN result;
+END
+$$;
+
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean) IS
+'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
+'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
+'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
+'the scope''s model_id with the most documents (dna.scope_models; of query_embedding''s width when given), '
+'else dna-fake-hash-v1; tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
+'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
+'(default as_of, else now()) — valid_at not containing now or dna.currently_valid false — are dropped; '
+'each candidate''s score becomes search_score × memory_factor, memory_factor = dna.memory_factors(kind, spec, '
+'query, now, decay) = (1 + ecphory) × max(0.05, retention) × affect (ecphory = dna.ecphory_score with no '
+'cosine: the dense lane already counts it; retention and affect for Engrams only), in [0.05, 3.3]: a factor '
+'equal for every candidate leaves dna.search''s order (measured on LoCoMo dev, bench/locomo.py: R@10 0.640 = '
+'dna.search''s, where the former RRF fusion with a second ranking by cosine reached 0.589); ordered (score '
+'desc, name, kind, tenant). decay (default surfaced): retention counts from last_surfaced, a memory never '
+'surfaced keeps 1 (surfaced), or from when it was written when never surfaced (written), or not at all '
+'(off); case and blanks ignored, anything else 22023; the answer says which ran. semantic = true with a '
+'non-zero query_embedding; otherwise semantic = false and degraded = true (a blank query has no hits and '
+'is not degraded). The first k (0..1000, default 5) are returned with display fields (dna.memory_display), '
+'search_score, rank_search (place in dna.search''s ranking), memory_factor, ecphory and retention (Engram, '
+'4 places). explain => true adds to each hit explain.memory = dna.memory_explain(kind, spec, query, now, decay) '
+'(factor, ecphory, cue_match, matched, adjustment, retention, affect, stability_days, days_since, decays_from; '
+'its lanes and fusion are the hit''s rank_dense, similarity, rank_lexical, lexical_score, search_score and '
+'rank_search) and to the answer explain = {ranking, decay, pool {asked, returned, in_force, dropped, '
+'lane_candidates}, filters {kinds, tenant, personal, valid_time, world_time, as_of}, degradations[]}. Then, unless reconsolidate is '
+'false or as_of is given, each surfaced Engram is reconsolidated (dna.reconsolidated_spec; actor '
+'default session_user), fail-soft: a locked or failing row is skipped and named in '
+'reconsolidation_errors. An as_of read never writes; memories whose history was pruned past as_of (or '
+'that have none) are dropped from hits and named in as_of_truncated. Only memories of the partition read '
+'(tenant, or the personal partition) are reconsolidated: a cue never lands in a shared base row. personal => '
+'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
+'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
+'model_id, degraded, semantic, now, decay, hits, reconsolidated[, reconsolidation_errors][, as_of, '
+'as_of_truncated, as_of_past_text, as_of_redacted (memories of the scope erased by dna.redact that existed at '
+'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
+'its search row, which holds today''s): the past text against the query''s lexemes (the scope''s '
+'regconfig), BM25 in dna.search''s lexical lane and fused there, no dense lane (its vector embeds today''s text), the hit '
+'marked ranked_by = past_text (title and snippet from that text); as_of_past_text names every such memory. '
+'The history''s text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another '
+'ts_config) are read, and dna.search(past_texts => ...) ranks them: those memories leave both lanes (their search '
+'rows hold today''s text) and their past tsvector is BM25-scored in the lexical lane with the lane''s own idf and '
+'avg_len, then fused with every other candidate (the default convex fusion, or the scope''s), so a past text '
+'scores on the same scale as today''s texts. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '
+'22007 (infinite now/as_of), 42501 (reserved tenant).';
+
+DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.forget(scope text, name text, superseded_by text DEFAULT NULL,
+                                      kind text DEFAULT 'Engram', tenant text DEFAULT '',
+                                      now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    at timestamptz;
+    api text;
+    stored jsonb;
+    updated jsonb;
+    already boolean;
+BEGIN
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
+    name := dna.check_key('name', name, 512);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
+    IF superseded_by IS NOT NULL THEN
+        superseded_by := dna.check_key('superseded_by', superseded_by, 512);
+    END IF;
+    at := coalesce(dna.check_now(now), now());
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant, 'forget') AS l;
+    IF superseded_by IS NOT NULL AND NOT dna.json_truthy(stored -> 'superseded_by_memory') THEN
+        -- The successor is a memory of a memory Kind the caller can see in this scope: its own
+        -- partition or the shared base (row-level security hides the rest).
+        IF superseded_by = name THEN
+            RAISE EXCEPTION 'forget: %/% cannot be superseded by itself', kind, name USING ERRCODE = '22023';
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM dna.dna_instances AS i
+                       WHERE i.scope = scope AND i.name = superseded_by AND i.tenant IN (tenant, '')
+                         AND i.kind = ANY (dna.recallable_kinds())) THEN
+            RAISE EXCEPTION 'forget: superseded_by names no memory: no % in scope % (tenant %)',
+                quote_literal(superseded_by), quote_literal(scope), quote_literal(tenant)
+                USING ERRCODE = '23503',
+                      HINT = 'Remember the successor first (dna.remember), then forget this one with superseded_by => its name.';
+        END IF;
+    END IF;
+    already := dna.json_truthy(stored -> 'valid_to');
+    updated := stored;
+    IF NOT already THEN
+        updated := updated || jsonb_build_object('valid_to', dna.iso8601(at));
+    END IF;
+    IF superseded_by IS NOT NULL AND NOT dna.json_truthy(stored -> 'superseded_by_memory') THEN
+        updated := updated || jsonb_build_object('superseded_by_memory', superseded_by);
+    END IF;
+    IF updated <> stored THEN
+        PERFORM dna.set_op('forget');
+        UPDATE dna.dna_instances AS i SET spec = updated
+        WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
+        PERFORM dna.set_op(NULL);
+    END IF;
+    RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
+                              'valid_to', updated -> 'valid_to', 'already_forgotten', already,
+                              'superseded_by', updated -> 'superseded_by_memory', 'written', updated <> stored);
+END
+$$;
+
+COMMENT ON FUNCTION dna.forget(text, text, text, text, text, timestamptz, boolean) IS
+'Retires a memory in world time: sets spec.valid_to = now (default now(); valid_at closes there) and '
+'records superseded_by in spec.superseded_by_memory. Never deletes. Idempotent: a memory already '
+'forgotten keeps its first valid_to (and its first superseded_by) and reports already_forgotten = '
+'true; nothing is written when nothing changes. Returns {kind, name, scope, tenant, valid_to, '
+'already_forgotten, superseded_by, written}. personal => true acts on the caller''s personal memory (42501 without an identity). '
+'superseded_by must name a memory (any memory Kind) of the scope in the same partition or the shared base. '
+'Errors: P0002 (no such memory), 23503 (superseded_by names no memory), 22023 (not a memory '
+'Kind, blank key, superseded by itself, scope outside the name rule), 22007 (infinite now), 42501 (reserved tenant).';
+
+DROP FUNCTION IF EXISTS dna.revive(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.revive(scope text, name text, revived_by text DEFAULT NULL,
+                                      kind text DEFAULT 'Engram', tenant text DEFAULT '',
+                                      now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    at timestamptz;
+    api text;
+    stored jsonb;
+    revival jsonb;
+    revivals jsonb;
+BEGIN
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
+    name := dna.check_key('name', name, 512);
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    kind := dna.check_memory_kind(coalesce(kind, 'Engram'));
+    at := coalesce(dna.check_now(now), now());
+    SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant, 'revive') AS l;
+    revivals := CASE WHEN jsonb_typeof(stored -> 'revivals') = 'array' THEN stored -> 'revivals' ELSE '[]'::jsonb END;
+    IF NOT dna.json_truthy(stored -> 'valid_to') THEN
+        RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
+                                  'revived', false, 'already_in_force', true, 'revivals', jsonb_array_length(revivals));
+    END IF;
+    revival := jsonb_strip_nulls(jsonb_build_object('valid_to', stored -> 'valid_to', 'revived_at', dna.iso8601(at),
+                                                    'superseded_by', stored -> 'superseded_by_memory',
+                                                    'revived_by', revived_by));
+    PERFORM dna.set_op('revive');
+    UPDATE dna.dna_instances AS i
+    SET spec = (stored - 'valid_to' - 'superseded_by_memory') || jsonb_build_object('revivals', revivals || jsonb_build_array(revival))
+    WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
+    PERFORM dna.set_op(NULL);
+    RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
+                              'revived', true, 'already_in_force', false, 'revival', revival,
+                              'revivals', jsonb_array_length(revivals) + 1);
+END
+$$;
+
+COMMENT ON FUNCTION dna.revive(text, text, text, text, text, timestamptz, boolean) IS
+'Reopens the world-time window of a forgotten memory: removes spec.valid_to and '
+'superseded_by_memory and appends {valid_to, revived_at (now, default now()), superseded_by?, '
+'revived_by?} to the append-only spec.revivals (which is what lets the bitemporal guard accept '
+'the dropped valid_to). A memory already in force returns already_in_force = true and writes nothing '
+'(no version). Returns {kind, name, scope, tenant, revived, already_in_force, revival?, revivals (count)}. '
+'personal => true acts on the caller''s personal memory (42501 without an identity). Errors: P0002 (no such memory), 22023 (not a memory Kind, blank key), 22007, 42501.';
+
+DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamptz, integer);  -- before the personal parameter (0009_tenancy)
+CREATE OR REPLACE FUNCTION dna.list_memories(scope text, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
+                                             include_invalid boolean DEFAULT false, now timestamptz DEFAULT NULL,
+                                             max_rows integer DEFAULT 100, personal boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    world timestamptz;
+    items jsonb;
+    total bigint;
+BEGIN
+    scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
+    tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
+    IF max_rows IS NULL OR max_rows < 0 OR max_rows > 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';
+    END IF;
+    kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
+    world := coalesce(dna.check_now(now), now());
+    WITH m AS (
+        SELECT i.*, (i.valid_at @> world AND dna.currently_valid(i.spec ->> 'valid_to', world)) AS valid
+        FROM dna.dna_instances AS i
+        WHERE i.scope = scope AND i.kind = ANY (kinds)
+          AND (i.tenant = tenant OR (i.tenant = '' AND NOT EXISTS (
+                 SELECT 1 FROM dna.dna_instances AS t
+                 WHERE t.scope = i.scope AND t.kind = i.kind AND t.api_version = i.api_version
+                   AND t.name = i.name AND t.tenant = tenant)))
+    ), f AS (
+        SELECT m.* FROM m WHERE include_invalid OR m.valid
+    )
+    SELECT (SELECT count(*) FROM f),
+           (SELECT coalesce(jsonb_agg(x.obj ORDER BY x.created DESC, x.name COLLATE "C", x.kind COLLATE "C", x.tenant COLLATE "C"), '[]'::jsonb)
+            FROM (SELECT f.name, f.kind, f.tenant, lower(f.valid_at) AS created_sort,
+                         coalesce(dna.parse_timestamptz(f.spec ->> 'created_at'), f.created_at) AS created,
+                         dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
+                             'kind', f.kind, 'name', f.name, 'tenant', f.tenant, 'personal', starts_with(f.tenant, 'personal:'),
+                             'valid', f.valid,
+                             'retention', CASE WHEN f.kind = 'Engram' THEN round(dna.memory_retention(f.spec, world)::numeric, 4) END,
+                             'surface_count', f.spec -> 'surface_count', 'superseded_by', f.spec -> 'superseded_by_memory',
+                             'redacted', f.spec -> 'redacted')),
+                             f.spec) AS obj
+                  FROM f ORDER BY created DESC, f.name COLLATE "C", f.kind COLLATE "C", f.tenant COLLATE "C"
+                  LIMIT max_rows) AS x)
+    INTO total, items;
+    RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'now', dna.iso8601(world),
+                              'include_invalid', include_invalid, 'total', total, 'memories', items);
+END
+$$;
+
+COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean) IS
+'Lists the memories of a scope (kinds default dna.recallable_kinds(); tenant overlay: the tenant''s '
+'rows shadow base rows), newest created_at first then name, kind, tenant; by default only those valid '
+'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100). '
+'Read-only. personal => true lists the caller''s personal memories over the shared base (42501 without '
+'an identity). Returns {scope, tenant, personal, now, include_invalid, total, memories[{kind, name, tenant, valid, '
+'retention, surface_count?, superseded_by?, redacted? (the tombstone of dna.redact: {at, by, reason, '
+'digest}), summary, area, affect, tags, memory_type, created_at, valid_from, valid_to?, title}]}. Errors: 22023, 22007, 42501.';
