@@ -19,6 +19,12 @@ changes are SQL fragments in ``versions/0017_recall_past_ingest/``, one set per 
 What changed
 ------------
 (each topic appends its paragraph here)
+
+layout: ``sql/consolidate.sql`` (620 lines) split along its sections: claims and contradictions
+(``dna.memory_claims``, ``dna.claims_contradict``, ``dna.elect_survivor``, ``dna.contradiction_report``
+and their helpers) move to the new ``sql/memory_contradictions.sql``; the merge candidates and the verb
+stay. The same functions, the same texts; the downgrade re-runs 0015's consolidate.sql, which
+re-creates them all.
 """
 import sys
 from pathlib import Path
@@ -36,20 +42,21 @@ depends_on = None
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
          "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql",
-         "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql",
-         "tenancy.sql")
+         "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
+         "consolidate.sql", "receipts.sql", "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
             "receipts.sql", "tenancy.sql")
 # Where the text released before this revision is frozen, for every plane file.
-PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history" for name in ORDER}
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ()
+NEW: tuple[str, ...] = ("memory_contradictions.sql",)
+PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history"
+            for name in ORDER if name not in NEW}
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("memory_contradictions.sql", "consolidate.sql")
 
 
 def changed_files() -> list[str]:
