@@ -156,6 +156,25 @@ def test_ecphory_breaks_exact_ties_only(sql):
     assert [n for n, _ in search(sql, "invoice archive bucket friday zebra")] == ["d-longer", "a-cued", "b-old", "c-recent"]
 
 
+def test_a_fact_used_then_restated_loses_to_the_new_statement(sql):
+    """bench/memory_signals.py's case in small: the stale statement was recalled (surfaced) a month
+    ago, the new one never; dna.search ranks the stale one first (its wording), recall the new one
+    (the stale one decays from its last use, default decay), and with decay off they tie back to
+    search's order."""
+    seed(sql)
+    remember(sql, "Maria: my gym is Iron Temple", "stale", now=NOW - timedelta(days=45),
+             last_surfaced=(NOW - timedelta(days=35)).isoformat())
+    remember(sql, "Maria: these days my gym is FitHub", "current", now=NOW - timedelta(days=10))
+    query = "Maria gym"
+    assert [n for n, _ in search(sql, query)][:2] == ["stale", "current"]
+    res = recall(sql, query)
+    assert [h["name"] for h in res["hits"]][:2] == ["current", "stale"]
+    by = {h["name"]: h for h in res["hits"]}
+    assert by["current"]["memory_factor"] == 1.0
+    assert by["stale"]["memory_factor"] == max(0.05, math.exp(-35 / 15))
+    assert [h["name"] for h in recall(sql, query, decay="off")["hits"]][:2] == ["stale", "current"]
+
+
 def test_decay_rules(sql):
     """surfaced (default): from last_surfaced, a never-surfaced memory keeps 1; written: from when it
     was written when never surfaced; off: 1 for every memory."""
