@@ -27,10 +27,14 @@ so that their timings share the machine's load:
   (a memory never recalled decays from its session time) and ``decay => 'off'`` (the default
   ``surfaced`` counts from last_surfaced, which read-only recalls never write: it equals ``off`` here);
 - ``search``: ``dna.search`` over the same memories (kinds Engram, valid_time = the question's
-  time, no memory logic), and ``search lexical`` / ``search dense`` (weights (1, 0)).
+  time, no memory logic), and ``search lexical`` / ``search dense`` (weights (1, 0));
+- ``recall rrf`` / ``search rrf``: the same calls with the scope's fusion set to RRF (the default
+  before revision 0016; ``dna.set_search_config(scope, fusion => 'rrf')`` in a transaction that is
+  rolled back, as for ``recall dense``).
 Extra recall variants (``--recall-variant name=SQL-expression``) are run the same way: a
 variant names a function with ``dna.recall``'s arguments (e.g. a prototype in a scratch schema),
-optionally with extra named arguments, e.g. ``--recall-variant 'nodecay=dna.recall(%(args)s, decay => false)'``.
+optionally with extra named arguments, e.g. ``--recall-variant 'nodecay=dna.recall(%(args)s, decay => false)'``;
+a variant whose name ends in `` dense`` or `` rrf`` runs under that scope setting.
 
 Also printed for every recall system: the share of its top 10 that came from search-pool places
 11 and beyond (the hit's ``rank_search``, or ``rank_recall`` before issue 15), and how many of those
@@ -84,12 +88,15 @@ SEARCH_SQL = ("SELECT coalesce(jsonb_agg(jsonb_build_object('name', s.name, 'sco
 SYSTEMS = {
     "recall": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall"},
     "recall lexical": {"sql": "SELECT dna.recall(" + RECALL_LEX_ARGS + ")", "kind": "recall"},
-    "recall dense": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall", "dense_only": True},
+    "recall dense": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall", "config": "weights => '{1,0}'"},
     "recall decay=written": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ", decay => 'written')", "kind": "recall"},
     "recall decay=off": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ", decay => 'off')", "kind": "recall"},
     "search": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=""), "kind": "search"},
     "search lexical": {"sql": SEARCH_SQL.format(vec="NULL", weights=""), "kind": "search"},
     "search dense": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=", weights => '{1,0}'"), "kind": "search"},
+    # the scope's fusion set to RRF (the default before revision 0016) for the one call, rolled back
+    "recall rrf": {"sql": "SELECT dna.recall(" + RECALL_ARGS + ")", "kind": "recall", "config": "fusion => 'rrf'"},
+    "search rrf": {"sql": SEARCH_SQL.format(vec="%(vec)s", weights=""), "kind": "search", "config": "fusion => 'rrf'"},
 }
 
 
@@ -236,9 +243,9 @@ def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: i
         register_vector(conn)
 
         def call(name: str, spec: dict, params: dict):
-            if spec.get("dense_only"):
+            if spec.get("config"):
                 with conn.transaction(force_rollback=True):
-                    conn.execute("SELECT dna.set_search_config(%s, weights => '{1,0}')", (params["scope"],))
+                    conn.execute("SELECT dna.set_search_config(%s, " + spec["config"] + ")", (params["scope"],))
                     t0 = time.perf_counter()
                     answer = conn.execute(spec["sql"], params).fetchone()[0]
                     return answer, time.perf_counter() - t0
@@ -320,9 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     systems = {n.strip(): SYSTEMS[n.strip()] for n in args.systems.split(",") if n.strip()}
     for item in args.recall_variant:
         name, _, expr = item.partition("=")
-        dense_only = name.endswith(" dense")
+        config = "weights => '{1,0}'" if name.endswith(" dense") else "fusion => 'rrf'" if name.endswith(" rrf") else None
         systems[name] = {"sql": "SELECT " + expr.replace("%(args)s", RECALL_ARGS).replace("%(lexargs)s", RECALL_LEX_ARGS),
-                         "kind": "recall", "dense_only": dense_only}
+                         "kind": "recall", "config": config}
     out = run(dsn, samples, emb, systems, args.repeats)
 
     from rich.console import Console

@@ -106,7 +106,9 @@ class Memory:
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
         ``decay``: ``surfaced`` (default), ``written`` or ``off`` (22023 otherwise, raised as
         ``psycopg.errors.InvalidParameterValue``); ``explain=True`` adds the memory factors of each hit
-        and the pool, filters and degradations of the answer (docs/memory.md).
+        (``factor`` = max(0.05, retention) × affect, which multiplies the hybrid score; the ecphory
+        terms under ``tie_break``, which only order equal scores) and the pool, filters and
+        degradations of the answer (docs/memory.md, "How recall ranks").
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``."""
         embedding, error = self._embed(query, "query")
         embedder = self.client.embedder

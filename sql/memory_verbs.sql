@@ -382,8 +382,9 @@ BEGIN
           AND (r.valid_at IS NULL OR r.valid_at @> world)
           AND dna.currently_valid(r.spec ->> 'valid_to', world)
     ), ranked AS (
-        -- The hybrid score times the memory factors (dna.memory_factors): a factor equal for every
-        -- candidate leaves dna.search's order; no second ranking (the dense lane counts once).
+        -- The hybrid score times the memory's standing (dna.memory_factors: retention × affect); ecphory
+        -- breaks ties only. A factor equal for every candidate leaves dna.search's order; no second
+        -- ranking (the dense lane counts once).
         SELECT sc.*, sc.score * sc.factor AS rescored
         FROM scored AS sc
     )
@@ -407,7 +408,8 @@ BEGIN
                        'explain', CASE WHEN explain THEN jsonb_build_object(
                                       'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
                    rk.spec), 'spec', rk.spec)
-                   ORDER BY rk.rescored DESC, rk.name COLLATE "C", rk.kind COLLATE "C", rk.tenant COLLATE "C"), '[]'::jsonb)
+                   ORDER BY rk.rescored DESC, rk.ecphory DESC, rk.name COLLATE "C", rk.kind COLLATE "C",
+                            rk.tenant COLLATE "C"), '[]'::jsonb)
             FROM ranked AS rk),
            (SELECT count(*) FROM s), (SELECT count(*) FROM scored)
     INTO truncated, cands, pooled, in_force;
@@ -464,7 +466,8 @@ BEGIN
         -- The memory part of the explanation (each hit's lanes are its rank_dense/similarity and
         -- rank_lexical/lexical_score, its fusion search_score and rank_search).
         result := result || jsonb_build_object('explain', jsonb_strip_nulls(jsonb_build_object(
-            'ranking', 'search_score × memory_factor (dna.memory_factors), ordered (score desc, name, kind, tenant)',
+            'ranking', 'search_score × memory_factor (dna.memory_factors: max(0.05, retention) × affect), ordered '
+                       '(score desc, ecphory desc, name, kind, tenant)',
             'decay', decay,
             'pool', jsonb_build_object('asked', depth, 'returned', pooled, 'in_force', in_force,
                                        'dropped', pooled - in_force,
@@ -503,18 +506,20 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
 '(default as_of, else now()) — valid_at not containing now or dna.currently_valid false — are dropped; '
 'each candidate''s score becomes search_score × memory_factor, memory_factor = dna.memory_factors(kind, spec, '
-'query, now, decay) = (1 + ecphory) × max(0.05, retention) × affect (ecphory = dna.ecphory_score with no '
-'cosine: the dense lane already counts it; retention and affect for Engrams only), in [0.05, 3.3]: a factor '
-'equal for every candidate leaves dna.search''s order (measured on LoCoMo dev, bench/locomo.py: R@10 0.640 = '
-'dna.search''s, where the former RRF fusion with a second ranking by cosine reached 0.589); ordered (score '
-'desc, name, kind, tenant). decay (default surfaced): retention counts from last_surfaced, a memory never '
+'query, now, decay) = max(0.05, retention) × affect, the memory''s standing (Engrams only; 1 for other Kinds), '
+'in [0.05, 1.5]: a factor equal for every candidate leaves dna.search''s order; ordered (score desc, ecphory '
+'desc, name, kind, tenant): ecphory (dna.ecphory_score with no cosine) only breaks ties between equal scores '
+'(revision 0017; before, the factor was (1 + ecphory) × …, and the ecphory adjustments, e.g. + 0.10 for a memory '
+'written within 24 h, moved near-equal hybrid scores: LoCoMo dev R@10 0.692 against dna.search''s 0.699 under '
+'the convex fusion, bench/locomo.py). decay (default surfaced): retention counts from last_surfaced, a memory never '
 'surfaced keeps 1 (surfaced), or from when it was written when never surfaced (written), or not at all '
 '(off); case and blanks ignored, anything else 22023; the answer says which ran. semantic = true with a '
 'non-zero query_embedding; otherwise semantic = false and degraded = true (a blank query has no hits and '
 'is not degraded). The first k (0..1000, default 5) are returned with display fields (dna.memory_display), '
 'search_score, rank_search (place in dna.search''s ranking), memory_factor, ecphory and retention (Engram, '
 '4 places). explain => true adds to each hit explain.memory = dna.memory_explain(kind, spec, query, now, decay) '
-'(factor, ecphory, cue_match, matched, adjustment, retention, affect, stability_days, days_since, decays_from; '
+'(factor, retention, affect, decay, stability_days, days_since, decays_from, tie_break {ecphory, cue_match, matched, '
+'adjustment}; '
 'its lanes and fusion are the hit''s rank_dense, similarity, rank_lexical, lexical_score, search_score and '
 'rank_search) and to the answer explain = {ranking, decay, pool {asked, returned, in_force, dropped, '
 'lane_candidates}, filters {kinds, tenant, personal, valid_time, world_time, as_of}, degradations[]}. Then, unless reconsolidate is '

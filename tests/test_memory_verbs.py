@@ -219,16 +219,16 @@ def test_recall_reranks_by_retention_and_affect(sql):
     remember(sql, "alpha beta gamma delta", name="surprising", spec={"affect": "surprise"}, now=NOW)
     res = recall(sql, "alpha beta gamma delta", now=NOW, reconsolidate=False)
     by = {h["name"]: h for h in res["hits"]}
-    # score = search_score x (1 + ecphory) x max(0.05, R) x affect (dna.memory_factors, issue 15)
-    assert abs(by["surprising"]["score"] - by["surprising"]["search_score"] * (1 + by["surprising"]["ecphory"]) * 1.5) < 1e-12
-    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * (1 + by["plain"]["ecphory"])) < 1e-12
+    # score = search_score x max(0.05, R) x affect (dna.memory_factors, revision 0017: the standing only)
+    assert abs(by["surprising"]["score"] - by["surprising"]["search_score"] * 1.5) < 1e-12
+    assert abs(by["plain"]["score"] - by["plain"]["search_score"]) < 1e-12
     # An old, faint memory surfaced long ago decays: score x max(0.05, R).
     sql.execute("UPDATE dna.dna_instances SET spec = spec || '{\"last_surfaced\": \"2026-01-01T00:00:00+00:00\", "
                 "\"confidence_score\": \"faint\"}' WHERE name = 'plain'")
     res = recall(sql, "alpha beta gamma delta", now=NOW, reconsolidate=False)
     by = {h["name"]: h for h in res["hits"]}
     assert by["plain"]["retention"] == 0.0
-    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * (1 + by["plain"]["ecphory"]) * 0.05) < 1e-12
+    assert abs(by["plain"]["score"] - by["plain"]["search_score"] * 0.05) < 1e-12
 
 
 def test_only_surfaced_memories_are_reinforced(sql):

@@ -1,9 +1,11 @@
-"""How dna.recall ranks (issue 15 item 1): the hybrid (dna.search) ranking is the base, the memory
-factors (ecphory without cosine, retention, affect) multiply its score; decay is switchable.
+"""How dna.recall ranks (issue 15 item 1): the hybrid (dna.search) ranking is the base, the memory's
+standing (retention x affect, dna.memory_factors) multiplies its score, ecphory (the reference's cue
+match and its adjustments relative to now) breaks ties only (revision 0017); decay is switchable.
 
 Measured on LoCoMo dev by bench/locomo.py; here the properties that make recall >= search hold by
-construction: uniform memory factors leave search's order, a memory signal moves a memory, the dense
-lane is not counted twice, and the decay rules count what they say."""
+construction: uniform standing leaves search's order, recency or a cue match never reorders hits of
+equal standing, a memory signal moves a memory, the dense lane is not counted twice, and the decay
+rules count what they say."""
 from __future__ import annotations
 
 import math
@@ -60,9 +62,9 @@ def test_uniform_memory_factors_keep_the_search_order(sql, embed):
             want = search(sql, query, embed=embed, k=k)
             assert [h["name"] for h in got["hits"]] == [n for n, _ in want], (query, k)
             factors = {h["memory_factor"] for h in got["hits"]}
-            assert factors == {1.05}, factors                   # novelty only: (1 + 0.05) x 1 x 1
+            assert factors == {1.0}, factors                    # retention 1 x affect 1
             for h, (_, score) in zip(got["hits"], want):
-                assert h["search_score"] == score and abs(h["score"] - score * 1.05) < 1e-12
+                assert h["search_score"] == score and h["score"] == score
                 assert h["rank_search"] == got["hits"].index(h) + 1
             assert got["semantic"] is embed and got["degraded"] is (not embed)
 
@@ -90,22 +92,87 @@ def test_memory_signals_move_a_memory(sql):
     assert [h["name"] for h in res["hits"]] == ["surprising", "plain", "faded"]
     assert [n for n, _ in search(sql, "invoice reconciliation")] == ["faded", "plain", "surprising"]
     assert by["surprising"]["memory_factor"] == pytest.approx(1.5 * by["plain"]["memory_factor"], abs=1e-12)
-    assert by["faded"]["retention"] == 0.0
-    # the faded one has been cued (last_surfaced) but has no cues_history: novelty still applies
-    assert by["faded"]["memory_factor"] == pytest.approx(0.05 * (1 + by["faded"]["ecphory"]), abs=1e-12)
+    assert by["faded"]["retention"] == 0.0 and by["faded"]["memory_factor"] == 0.05
+    assert by["plain"]["memory_factor"] == 1.0
     for h in res["hits"]:
         assert h["score"] == pytest.approx(h["search_score"] * h["memory_factor"], abs=1e-15)
 
 
-def test_an_area_cue_lifts_a_memory_over_an_equal_one(sql):
-    """The ecphory cue match (area tokens against the query) is a memory signal the lanes do not
-    see: of two memories of equal text the one whose area the query names ranks first."""
+def test_an_area_cue_breaks_the_tie_of_two_equal_memories(sql):
+    """The ecphory cue match (area tokens against the query) breaks ties: of two memories the lanes
+    score equally, the one whose area the query names ranks first."""
     text = "rotate the signing keys every quarter"
     remember(sql, text, "a-other", area="Feature/billing")
     remember(sql, text, "b-kernel", area="Feature/kernel")
-    res = recall(sql, "kernel signing keys")
+    res = recall(sql, "kernel signing keys", embed=False)
     assert [h["name"] for h in res["hits"]][:2] == ["b-kernel", "a-other"]
+    assert res["hits"][0]["score"] == res["hits"][1]["score"]      # the lexical lane ties them
+    assert [n for n, _ in search(sql, "kernel signing keys", embed=False)] == ["a-other", "b-kernel"]
     assert res["hits"][0]["ecphory"] > res["hits"][1]["ecphory"]
+
+
+def test_recency_and_cue_match_never_reorder_hits_of_equal_standing(sql):
+    """Memories written within 24 h of now (the reference's + 0.10 recency) and memories whose text
+    holds all the query's tokens (cue match + 0.28) beside memories of the same standing: recall
+    keeps dna.search's order for every query. Under revision 0016's factor (1 + ecphory) x standing
+    some of these orders flip (checked here on the same hits, so the fixture can tell the two apart)."""
+    seed(sql)
+    for i, text in enumerate(["copy the documents before the nightly review", "old reports need a review lock",
+                              "archive the smoothie recipe reports", "the review of mutating documents"]):
+        remember(sql, text, f"new{i}", now=NOW - timedelta(hours=2 + i))
+    flipped = 0
+    for query in ("review documents", "old reports", "nightly archive", "mutating documents review",
+                  "copy documents", "smoothie reports"):
+        for embed in (True, False):
+            want = search(sql, query, embed=embed, k=20)          # every memory: no tie at the cut
+            got = recall(sql, query, embed=embed, k=20)
+            assert {h["name"] for h in got["hits"]} == {n for n, _ in want}, (query, embed)
+            # in dna.search's order (scores non-increasing); only exactly equal scores are reordered
+            assert [h["search_score"] for h in got["hits"]] == [sc for _, sc in want], (query, embed)
+            assert {h["memory_factor"] for h in got["hits"]} == {1.0}
+            assert any(h["ecphory"] >= 0.15 for h in got["hits"])          # recency or a cue match is present
+            old = sorted(got["hits"], key=lambda h: (-h["search_score"] * (1 + h["ecphory"]), h["name"]))
+            flipped += any(a["search_score"] < b["search_score"] for i, a in enumerate(old) for b in old[i + 1:])
+    assert flipped > 0
+
+
+def test_ecphory_breaks_exact_ties_only(sql):
+    """Three memories the lanes score equally (same text): the one written within 24 h (recency) and
+    then the never-cued ones rank by ecphory, not by name; a memory with a better search score stays
+    above all of them whatever its ecphory."""
+    text = "the invoice archive moves to the new bucket"
+    remember(sql, text, "a-cued", cues_history=[{"at": "2026-07-01T00:00:00+00:00", "cue": "x"}])
+    remember(sql, text, "b-old")
+    remember(sql, text, "c-recent", now=NOW - timedelta(hours=1))
+    remember(sql, "the invoice archive moves to the new bucket on friday", "d-longer",
+             cues_history=[{"at": "2026-07-01T00:00:00+00:00", "cue": "x"}])
+    res = recall(sql, "invoice archive bucket friday zebra")
+    names = [h["name"] for h in res["hits"]]
+    assert names == ["d-longer", "c-recent", "b-old", "a-cued"], res["hits"]
+    by = {h["name"]: h for h in res["hits"]}
+    assert by["c-recent"]["score"] == by["b-old"]["score"] == by["a-cued"]["score"] < by["d-longer"]["score"]
+    assert by["c-recent"]["ecphory"] > by["b-old"]["ecphory"] > by["a-cued"]["ecphory"]
+    assert by["d-longer"]["ecphory"] < by["c-recent"]["ecphory"]
+    assert [n for n, _ in search(sql, "invoice archive bucket friday zebra")] == ["d-longer", "a-cued", "b-old", "c-recent"]
+
+
+def test_a_fact_used_then_restated_loses_to_the_new_statement(sql):
+    """bench/memory_signals.py's case in small: the stale statement was recalled (surfaced) a month
+    ago, the new one never; dna.search ranks the stale one first (its wording), recall the new one
+    (the stale one decays from its last use, default decay), and with decay off they tie back to
+    search's order."""
+    seed(sql)
+    remember(sql, "Maria: my gym is Iron Temple", "stale", now=NOW - timedelta(days=45),
+             last_surfaced=(NOW - timedelta(days=35)).isoformat())
+    remember(sql, "Maria: these days my gym is FitHub", "current", now=NOW - timedelta(days=10))
+    query = "Maria gym"
+    assert [n for n, _ in search(sql, query)][:2] == ["stale", "current"]
+    res = recall(sql, query)
+    assert [h["name"] for h in res["hits"]][:2] == ["current", "stale"]
+    by = {h["name"]: h for h in res["hits"]}
+    assert by["current"]["memory_factor"] == 1.0
+    assert by["stale"]["memory_factor"] == max(0.05, math.exp(-35 / 15))
+    assert [h["name"] for h in recall(sql, query, decay="off")["hits"]][:2] == ["stale", "current"]
 
 
 def test_decay_rules(sql):
@@ -147,10 +214,10 @@ def test_memory_factors_is_the_documented_product(sql):
         "SELECT * FROM dna.memory_factors('Engram', %s, 'alpha beta', %s)", (Jsonb(spec), NOW)).fetchone()
     assert retention == pytest.approx(math.exp(-8 / 10), abs=1e-12) and affect == 1.4
     assert ecphory == pytest.approx(0.55, abs=1e-12)          # the phrase in the summary, cued before: no novelty
-    assert factor == pytest.approx(1.55 * max(0.05, retention) * 1.4, abs=1e-12)
+    assert factor == max(0.05, retention) * 1.4                # the standing; ecphory breaks ties only
     factor, retention, affect, ecphory = sql.execute(
         "SELECT * FROM dna.memory_factors('Research', %s, 'gamma', %s)", (Jsonb({"title": "alpha"}), NOW)).fetchone()
-    assert retention is None and affect is None and factor == pytest.approx(1.0 + ecphory, abs=1e-15)
+    assert retention is None and affect is None and factor == 1.0 and ecphory == pytest.approx(0.05)
 
 
 def test_explain_gives_the_memory_part(sql):
@@ -167,13 +234,18 @@ def test_explain_gives_the_memory_part(sql):
     assert [h["name"] for h in res["hits"]] == [h["name"] for h in recall(sql, query, k=5)["hits"]]
     for h in res["hits"]:
         m = h["explain"]["memory"]
-        assert m["factor"] == h["memory_factor"] and m["ecphory"] == h["ecphory"]
-        assert m["ecphory"] == pytest.approx(m["cue_match"] + m["adjustment"], abs=1e-12)
+        t = m["tie_break"]
+        assert m["factor"] == h["memory_factor"] and t["ecphory"] == h["ecphory"] and "ecphory" not in m
+        assert t["ecphory"] == pytest.approx(t["cue_match"] + t["adjustment"], abs=1e-12)
         assert m["decay"] == "surfaced" and m["stability_days"] == 15
-        assert m["factor"] == pytest.approx((1 + m["ecphory"]) * max(0.05, m["retention"]) * m["affect"], abs=1e-12)
+        assert m["factor"] == max(0.05, m["retention"]) * m["affect"]
+        assert h["score"] == h["search_score"] * m["factor"]
     by = {h["name"]: h["explain"]["memory"] for h in res["hits"]}
     assert by["surfaced"]["affect"] == 1.3 and by["surfaced"]["decays_from"] == "2026-07-01T15:00:00+00:00"
-    assert by["surfaced"]["days_since"] == pytest.approx(8.0) and by["surfaced"]["matched"] == ["summary-tokens"]
+    assert by["surfaced"]["days_since"] == pytest.approx(8.0)
+    assert by["surfaced"]["tie_break"]["matched"] == ["summary-tokens"]
+    assert res["explain"]["ranking"].startswith("search_score × memory_factor")
+    assert "ecphory desc" in res["explain"]["ranking"]
     assert "decays_from" not in by["m01"] and by["m01"]["retention"] == 1.0
     e = res["explain"]
     assert e["pool"] == {"asked": 15, "returned": e["pool"]["returned"], "in_force": e["pool"]["returned"],

@@ -25,6 +25,16 @@ layout: ``sql/consolidate.sql`` (620 lines) split along its sections: claims and
 and their helpers) move to the new ``sql/memory_contradictions.sql``; the merge candidates and the verb
 stay. The same functions, the same texts; the downgrade re-runs 0015's consolidate.sql, which
 re-creates them all.
+
+recall (issue 15 item 1: recall ≥ search under the convex default). ``dna.recall``'s score is
+``dna.search``'s hybrid score times the memory's standing only, ``dna.memory_factors``' factor =
+max(0.05, retention) × affect; ecphory (the reference's cue match, which the lexical lane already
+counts, and its adjustments relative to ``now``: + 0.10 written within 24 h, + 0.05 never cued,
+saturation, fidelity) only breaks ties between equal scores (0016 multiplied by 1 + ecphory: LoCoMo
+dev R@10 0.692 against search's 0.699 under the convex fusion). ``dna.memory_explain`` nests the
+ecphory terms under ``tie_break``. The ranking functions (the decay rules, ``memory_factors``,
+``memory_explain``, ``semantic_recall_fusion``) move from ``memory_scoring.sql`` (the reference's
+scoring, goldens) to the new plane file ``memory_ranking.sql``; no signature changes, so no fragments.
 """
 import sys
 from pathlib import Path
@@ -41,22 +51,23 @@ depends_on = None
 
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
-         "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql",
-         "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
-         "consolidate.sql", "receipts.sql", "tenancy.sql")
+         "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_ranking.sql", "memory_kinds.sql",
+         "memory_write.sql", "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql",
+         "memory_contradictions.sql", "consolidate.sql", "receipts.sql", "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
             "receipts.sql", "tenancy.sql")
 # Where the text released before this revision is frozen, for every plane file.
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("memory_contradictions.sql",)
+NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_contradictions.sql")
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history"
             for name in ORDER if name not in NEW}
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ("memory_contradictions.sql", "consolidate.sql")
+CHANGED: tuple[str, ...] = ("memory_scoring.sql", "memory_ranking.sql", "memory_verbs.sql", "memory_contradictions.sql",
+                            "consolidate.sql")
 
 
 def changed_files() -> list[str]:
