@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Sized
 from datetime import datetime
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
@@ -128,6 +128,7 @@ class SearchResult:
     model_id: str | None  # None: no embedder, and the scope has no documents
     error: str | None = None  # why the query embedding is missing, when degraded
     notices: list[str] = field(default_factory=list)  # what dna.search said (e.g. no documents for model_id)
+    receipt_id: str | None = None  # with receipt=True: the id of the receipt dna.take_receipt kept of this answer
 
     def __iter__(self):
         return iter(self.hits)
@@ -436,7 +437,8 @@ class Client:
                include_retired: bool = False, passages: bool = False, offset: int = 0,
                min_similarity: float | None = None, min_lexical_score: float | None = None,
                exact: bool | None = None, fusion: str | None = None,
-               dense_weight: float | None = None, explain: bool = False) -> SearchResult:
+               dense_weight: float | None = None, explain: bool = False, receipt: bool = False,
+               keep_query: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -455,7 +457,14 @@ class Client:
         degradation; see ``dna.search``).
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
-        left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
+        left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off.
+
+        ``receipt=True``: the same search through ``dna.take_receipt`` (the same hits), which keeps a
+        receipt of the answer (``SearchResult.receipt_id``; ``Client.replay`` re-runs it). The receipt
+        pins the validity moment (default: the server's ``now()`` then) and the model; ``keep_query``
+        stores the query text and embedding in it (default: only their digests, so a replay needs the
+        query again). Bad arguments are refused by the server (``psycopg.Error``: 22023 naming the
+        argument, with a hint of the valid values; 22001 for a query over 10,000 characters)."""
         if model_id is None and self.embedder is None:
             model_id = self.conn.execute("SELECT dna.scope_model(%s)", (scope,)).fetchone()[0]
         model = model_id or (self.embedder.model_id if self.embedder is not None else None)  # None: no documents
@@ -467,6 +476,17 @@ class Client:
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
         kinds = kinds_arg(kind)
+        if receipt:
+            return self._search_with_receipt(
+                keep_query, query, embedding, error,
+                {"scope": scope, "query": query, "model_id": model, "k": k, "kinds": kinds, "tenant": tenant,
+                 "name_prefix": name_prefix, "candidates": candidates,
+                 "weights": [float(w) for w in weights] if weights else None, "personal": personal,
+                 "passages": passages, "offset": offset, "min_similarity": min_similarity,
+                 "min_lexical_score": min_lexical_score, "exact": exact, "fusion": fusion,
+                 "dense_weight": dense_weight, "explain": explain,
+                 # JSON null: no validity filter; absent: the receipt pins the server's now()
+                 "valid_time": False if include_retired else valid_time})
         with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
@@ -488,6 +508,25 @@ class Client:
             degraded = not blank and (embedding is None or not any(embedding.to_list()))
         return SearchResult(hits=[Hit(*row[:-1]) for row in rows], degraded=degraded,
                             model_id=model, error=error, notices=notices)
+
+    def _search_with_receipt(self, keep_query: bool, query: str, embedding: Vector | None, error: str | None,
+                             args: dict[str, Any]) -> SearchResult:
+        """``search(..., receipt=True)``: the call through ``dna.take_receipt`` (its ``hits`` are
+        ``dna.search_hit`` rows as JSON, mapped onto ``Hit`` by field name)."""
+        if embedding is not None:
+            args["query_embedding"] = embedding.to_list()
+        with captured_notices(self.conn) as notices:
+            answer = self._receipt("search", args, keep_query)
+        names = [f.name for f in fields(Hit)]
+        rows = answer["hits"]
+        blank = not (query and query.strip())
+        if rows:
+            degraded = bool(rows[0]["degraded"])
+        else:
+            degraded = not blank and (embedding is None or not any(embedding.to_list()))
+        return SearchResult(hits=[Hit(**{n: h.get(n) for n in names}) for h in rows], degraded=degraded,
+                            model_id=args.get("model_id"), error=error, notices=notices,
+                            receipt_id=answer["receipt_id"])
 
     def _check_prefixes(self, model: str) -> None:
         """ValueError when the registry records other role prefixes for ``model`` than the embedder's
@@ -525,6 +564,20 @@ class Client:
         payload.update(scope=scope, query=query)
         if embedding is not None:
             payload["query_embedding"] = embedding
+        return self.conn.execute("SELECT dna.take_receipt(%s, %s, keep_query => %s)",
+                                 (verb, Jsonb(payload), keep_query)).fetchone()[0]
+
+    def _receipt(self, verb: str, args: Mapping[str, Any], keep_query: bool) -> dict:
+        """``dna.take_receipt(verb, args, keep_query)`` with the arguments of ``search`` /
+        ``memory.recall``: None leaves an argument out (its SQL default; for search's ``valid_time``
+        the receipt's moment), False for ``valid_time`` sends JSON null (no validity filter),
+        datetimes are sent as ISO 8601."""
+        payload: dict[str, Any] = {}
+        for key, value in args.items():
+            if key == "valid_time" and value is False:
+                payload[key] = None
+            elif value is not None:
+                payload[key] = value.isoformat() if isinstance(value, datetime) else value
         return self.conn.execute("SELECT dna.take_receipt(%s, %s, keep_query => %s)",
                                  (verb, Jsonb(payload), keep_query)).fetchone()[0]
 
