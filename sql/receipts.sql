@@ -429,7 +429,8 @@ BEGIN
     query_embedding := coalesce(query_embedding, r.query_embedding);
     IF query IS NULL AND r.query_digest <> (SELECT d.query_digest FROM dna.receipt_query_digests(r.receipt_id, NULL, NULL) AS d) THEN
         RAISE EXCEPTION 'receipt % was taken without keep_query: pass its query', r.receipt_id
-            USING ERRCODE = '22023', HINT = 'dna.replay(receipt_id, query => ..., query_embedding => ...)';
+            USING ERRCODE = '22023', HINT = 'Pass the query it answered: dna.replay(receipt_id, query => ...) '
+                                            '(from the command line: dna replay RECEIPT_ID --query TEXT).';
     END IF;
     IF query_embedding IS NULL AND r.embedding_digest IS NOT NULL THEN
         RAISE EXCEPTION 'receipt % was taken with a query embedding it did not keep (keep_query false): pass its query_embedding',
