@@ -449,9 +449,9 @@ class Client(ReceiptsMixin):
         one ranking (pages of one size compose). ``min_similarity`` / ``min_lexical_score``: relevance
         floors of the dense / lexical lane (each hit says how many candidates they removed; an
         emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
-        (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'rrf'``
-        (default) or ``'convex'`` (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised
-        BM25); None: the scope's setting, else the built-in default. ``explain=True``: every hit's
+        (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'convex'``
+        (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised BM25; dense_weight
+        default 0.4) or ``'rrf'``; None: the scope's setting, else convex. ``explain=True``: every hit's
         ``explain`` holds its lanes' ranks, raw scores and fusion terms and the answer's receipt (the
         dense lane's path — HNSW or exact scan —, ef_search, candidates per lane, filters, floors,
         degradation; see ``dna.search``).
