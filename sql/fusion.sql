@@ -16,7 +16,7 @@ BEGIN
         RAISE EXCEPTION '% must hold % values (dense, lexical), got %', what, lanes, cardinality(weights)
             USING ERRCODE = '22023',
                   HINT = format('%s is {dense, lexical}: %s finite numbers >= 0, e.g. ''{1,1}'' (both lanes), '
-                                '''{1,0}'' (the dense lane alone); NULL: the scope''s setting, else 1 each.', what, lanes);
+                                '''{1,0}'' (the dense lane alone); NULL: the default (dna.search: the scope''s, else {1,1.5}).', what, lanes);
     END IF;
     -- NaN >= 0 is true in PostgreSQL (NaN sorts above every number), so NaN is caught by < Infinity.
     IF EXISTS (SELECT 1 FROM unnest(weights) AS x WHERE x IS NULL OR NOT (x >= 0 AND x < 'Infinity')) THEN
