@@ -190,6 +190,8 @@ def recall_cmd(
 
     --decay and every other value go to dna.recall as they are: a bad one is refused by the server
     (one red line with its SQLSTATE and hint, exit 1)."""
+    if keep_query and not receipt:
+        raise _error("--keep-query keeps the query in a receipt: add --receipt")
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,

@@ -25,8 +25,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from pydna.cli_common import (EmbedderName, EmbedderOpt, announce_embedder, echo_json, open_client, parse_time,
-                              stdout)
+from pydna.cli_common import (CliError, EmbedderName, EmbedderOpt, announce_embedder, echo_json, open_client,
+                              parse_time, stdout)
 
 #: Lines of snippet per hit in the readable output.
 SNIPPET_LINES = 3
@@ -98,6 +98,8 @@ def recall(
     was indexed with another one than auto's default.
     """
     at = parse_time(valid_time, "--valid-time")
+    if keep_query and not receipt:
+        raise CliError("--keep-query keeps the query in a receipt: add --receipt")
     client, choice = open_client(ctx, embedder, scope=scope)
     note = announce_embedder(choice, as_json)
     try:

@@ -180,6 +180,12 @@ def test_keep_query_replays_without_the_query(runner, corpus):
     assert "match: the same 10 ids" in ok(invoke(runner, corpus, "replay", rid)).stdout
 
 
+def test_keep_query_without_receipt_is_one_line(runner, corpus, memories):
+    for command in (["search", QUERY, "--scope", "ex"], ["memory", "recall", "deploy", "--scope", "team"]):
+        result = invoke(runner, corpus, *command, *FAKE, "--keep-query")
+        assert result.exit_code == 1 and "--keep-query keeps the query in a receipt: add --receipt" in result.stderr
+
+
 def test_replay_refuses_a_malformed_or_unknown_id(runner, corpus):
     bad = invoke(runner, corpus, "replay", "not-a-uuid")
     assert bad.exit_code == 2 and "RECEIPT_ID" in bad.output
