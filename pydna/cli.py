@@ -7,7 +7,8 @@
     dna db compact [--scope S]        # operator: compact the BM25 index (dna.bm25_compact)
     dna db vector-index drop|build    # operator: drop / build a width's HNSW index (bulk loads)
     dna index PATH... --scope S       # markdown/text files, directories, JSONL
-    dna recall QUERY --scope S        # hybrid search (alias: dna search)
+    dna recall QUERY --scope S        # hybrid search (alias: dna search); --receipt keeps a receipt
+    dna replay RECEIPT_ID             # re-run a receipt's question: is the answer the same?
     dna memory ...                    # agent memory (pydna.cli_memory)
 
 The database is ``--dsn``, else ``DNA_DATABASE_URL``, else the embedded default server. Errors from
@@ -29,7 +30,7 @@ from typer.core import TyperGroup
 from pydna.cli_common import ENV_DSN, CliError, CliState, cli_state, describe_error, print_error  # noqa: F401
 from pydna.cli_db import db_app
 from pydna.cli_index import index, markdown_snippet, markdown_title  # noqa: F401  (re-exported)
-from pydna.cli_search import recall, scopes
+from pydna.cli_search import recall, replay, scopes
 from pydna.cli_reindex import reindex
 
 
@@ -86,6 +87,7 @@ app.command("index")(index)
 app.command("recall")(recall)
 app.command("search", help="Alias of `dna recall`: hybrid search in one scope.")(recall)
 app.command("scopes")(scopes)
+app.command("replay")(replay)
 app.command("reindex")(reindex)
 
 

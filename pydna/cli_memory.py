@@ -169,22 +169,41 @@ def recall_cmd(
     as_of: Annotated[Optional[str], typer.Option(
         "--as-of", help="Transaction time: what the system believed then (ISO-8601). Never writes.")] = None,
     actor: Annotated[Optional[str], typer.Option("--actor", help="Who asks (recorded in cues_history).")] = None,
+    decay: Annotated[Optional[str], typer.Option(
+        "--decay", help="surfaced (default: retention counts from when a memory last surfaced), written (from "
+                        "when it was written, for one never surfaced) or off (no decay).", show_default=False)] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Show each memory's factors (retention, affect, ecphory, ...) and the answer's pool, "
+                          "filters and degradations; --json: the server's explain as is.")] = False,
+    receipt: Annotated[bool, typer.Option(
+        "--receipt", help="Keep a receipt of the answer (dna.take_receipt; read-only: nothing is reinforced) and "
+                          "print its id; `dna replay ID` re-runs it.")] = False,
+    keep_query: Annotated[bool, typer.Option(
+        "--keep-query", help="With --receipt: store the query text and embedding in the receipt.")] = False,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
     embedder: EmbedderOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
-    """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect."""
+    """Recall memories (dna.recall): hybrid search, valid at --now, ranked by retention and affect.
+
+    --decay and every other value go to dna.recall as they are: a bad one is refused by the server
+    (one red line with its SQLSTATE and hint, exit 1)."""
+    if keep_query and not receipt:
+        raise _error("--keep-query keeps the query in a receipt: add --receipt")
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
-        actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of")), scope=scope)
+        actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
+        explain=explain, receipt=receipt, keep_query=keep_query), scope=scope)
     if result is None:
         return
     out = _console()
     flags = ["semantic" if result.get("semantic") else "lexical only (degraded)" if result.get("degraded") else "lexical"]
     if result.get("as_of"):
         flags.append(f"as of {result['as_of']}")
+    if result.get("decay") and result["decay"] != "surfaced":
+        flags.append(f"decay {result['decay']}")
     count = len(result["hits"])
     out.print(f"{count} memor{'y' if count == 1 else 'ies'} for {query!r} in {scope} · {' · '.join(flags)}",
               markup=False)
@@ -192,14 +211,59 @@ def recall_cmd(
         out.print(f"embedding failed: {result['embedding_error']}", style="yellow", markup=False)
     for notice in result.get("notices") or []:
         out.print(notice, style="yellow", markup=False)
+    if explain and isinstance(result.get("explain"), dict):
+        for line in _explain_answer(result["explain"]):
+            out.print(line, style="dim", markup=False)
     for i, hit in enumerate(result["hits"], 1):
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
         mine = " [personal]" if hit.get("personal") else ""
         out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{mine}{retention}{affect}"
                   f"  {_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+        if explain and isinstance(hit.get("explain"), dict):
+            search = (f"search score {hit.get('search_score', '–')} (rank {hit.get('rank_search', '–')}: dense "
+                      f"{hit.get('rank_dense') or '–'}, lexical {hit.get('rank_lexical') or '–'})")
+            out.print(f"      {search} x memory factor {hit.get('memory_factor', '–')}", style="dim", markup=False)
+            for part, values in hit["explain"].items():
+                out.print(f"      {part}: {_pairs(values)}", style="dim", markup=False)
     for name in result.get("as_of_truncated") or []:
         out.print(f"[yellow]blind spot: the history of {name} was pruned past --as-of[/yellow]")
+    if receipt:
+        out.print(f"receipt: {result.get('receipt_id')}", markup=False)
+        if not keep_query:
+            import shlex
+
+            out.print(f"replay with: dna replay {result.get('receipt_id')} --query {shlex.quote(query)}",
+                      style="dim", markup=False)
+
+
+def _pairs(values: Any) -> str:
+    """A dict of explain values as ``key value · key value`` (nested dicts and lists inline)."""
+    if not isinstance(values, dict):
+        return str(values)
+    shown = []
+    for key, value in values.items():
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        elif value == "":
+            value = "''"
+        elif isinstance(value, (list, dict)):
+            value = ", ".join(map(str, value)) if isinstance(value, list) and value else (value or "none")
+        shown.append(f"{key} {value}")
+    return " · ".join(shown)
+
+
+def _explain_answer(explain: dict) -> list[str]:
+    """The lines ``--explain`` prints once per recall: its ranking, pool, filters and degradations."""
+    lines = []
+    if explain.get("ranking"):
+        lines.append(f"ranking: {explain['ranking']}")
+    for key, value in explain.items():
+        if key in ("ranking", "degradations"):
+            continue
+        lines.append(f"{key}: {_pairs(value)}")
+    lines.append(f"degradations: {', '.join(map(str, explain.get('degradations') or [])) or 'none'}")
+    return lines
 
 
 @memory_app.command("forget")

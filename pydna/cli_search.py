@@ -1,25 +1,32 @@
-"""``dna recall`` (alias ``dna search``): hybrid search in one scope; ``dna scopes``: what is there.
+"""``dna recall`` (alias ``dna search``): hybrid search in one scope; ``dna scopes``: what is there;
+``dna replay``: re-run a receipt's question.
 
     dna recall QUERY --scope S        # hybrid search (alias: dna search)
+    dna recall QUERY --scope S --fusion rrf --offset 10 --min-similarity 0.3 --explain --receipt
+    dna replay RECEIPT_ID [--query TEXT]   # is the answer still the same? (dna.replay)
     dna scopes                        # scopes with their documents, memories and model_ids
 
 The readable output fits 80 columns: per hit its name (and title), then its snippet, wrapped; the
-scores only with ``--scores`` (or ``--json``, which prints everything).
+scores only with ``--scores`` (or ``--json``, which prints everything); ``--explain`` adds each
+hit's lanes (rank, raw score, normalised score, fusion term) and how the answer was made (fusion,
+each lane's path and depth, floors, degradation). Every option goes to ``dna.search`` as it is: a
+bad value is refused by the server (one red line with its SQLSTATE and hint, exit 1).
 """
 from __future__ import annotations
 
 import re
 import textwrap
+import uuid
 from dataclasses import asdict
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from pydna.cli_common import (EmbedderName, EmbedderOpt, announce_embedder, echo_json, open_client, parse_time,
-                              stdout)
+from pydna.cli_common import (CliError, EmbedderName, EmbedderOpt, announce_embedder, echo_json, open_client,
+                              parse_time, stdout)
 
 #: Lines of snippet per hit in the readable output.
 SNIPPET_LINES = 3
@@ -33,7 +40,9 @@ def recall(
     scope: Annotated[str, typer.Option("--scope", "-s", help="Scope to search.")],
     kind: Annotated[Optional[list[str]], typer.Option(
         "--kind", help="Only these kinds (repeatable).", show_default=False)] = None,
-    k: Annotated[int, typer.Option("-k", "--top-k", min=0, max=1000, help="Number of hits.")] = 10,
+    k: Annotated[int, typer.Option("-k", "--top-k", help="Number of hits (0-1000).")] = 10,
+    offset: Annotated[int, typer.Option(
+        "--offset", help="Skip this many ranks (0-9000): --offset 10 -k 10 is ranks 11-20 of one ranking.")] = 0,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant overlay ('' = the shared base only).")] = "",
     personal: Annotated[bool, typer.Option(
         "--personal", help="Your personal partition over the shared base (resolved by the server from the "
@@ -47,11 +56,38 @@ def recall(
         "--include-retired", help="Also return forgotten memories (no validity filter).")] = False,
     passages: Annotated[bool, typer.Option(
         "--passages", help="One hit per passage (default: one per document, its best passage).")] = False,
+    fusion: Annotated[Optional[str], typer.Option(
+        "--fusion", help="convex (dense weight x normalised cosine + the rest x normalised BM25) or rrf "
+                         "(Reciprocal Rank Fusion); default: the scope's setting, else convex.",
+        show_default=False)] = None,
+    dense_weight: Annotated[Optional[float], typer.Option(
+        "--dense-weight", help="The dense lane's share of the convex fusion, 0-1 (default: the scope's, else 0.4).",
+        show_default=False)] = None,
+    min_similarity: Annotated[Optional[float], typer.Option(
+        "--min-similarity", help="Dense floor: drop dense candidates below this cosine (-1 to 1).",
+        show_default=False)] = None,
+    min_lexical_score: Annotated[Optional[float], typer.Option(
+        "--min-lexical-score", help="Lexical floor: drop lexical candidates below this BM25 score (>= 0).",
+        show_default=False)] = None,
+    exact: Annotated[Optional[bool], typer.Option(
+        "--exact/--no-exact", help="--exact scans the dense lane exactly; --no-exact lets HNSW answer; "
+                                   "default: exact when the scope holds at most 2000 rows of the model.",
+        show_default=False)] = None,
     scores: Annotated[bool, typer.Option(
         "--scores", help="Show each hit's scores: fused (convex by default), cosine similarity, lexical (BM25), lane ranks.")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Show per hit each lane's rank, raw score and fusion term, and how the answer was made "
+                          "(fusion, lane paths, depths, floors, degradation); --json: the server's explain as is.")] = False,
+    receipt: Annotated[bool, typer.Option(
+        "--receipt", help="Keep a receipt of the answer (dna.take_receipt) and print its id; `dna replay ID` "
+                          "re-runs it.")] = False,
+    keep_query: Annotated[bool, typer.Option(
+        "--keep-query", help="With --receipt: store the query text and embedding in the receipt (default: only "
+                             "their digests; the replay then needs --query).")] = False,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print {query, scope, model_id, embedder, degraded, notices, hits} as JSON only.")] = False,
+        "--json", help="Print {query, scope, model_id, embedder, degraded, notices, hits} (and receipt_id with "
+                       "--receipt) as JSON only.")] = False,
 ) -> None:
     """Hybrid search in one scope (dense + lexical, fused: convex combination by default, or RRF).
 
@@ -62,12 +98,17 @@ def recall(
     was indexed with another one than auto's default.
     """
     at = parse_time(valid_time, "--valid-time")
+    if keep_query and not receipt:
+        raise CliError("--keep-query keeps the query in a receipt: add --receipt")
     client, choice = open_client(ctx, embedder, scope=scope)
     note = announce_embedder(choice, as_json)
     try:
         result = client.search(scope, query, kind=kind or None, k=k, tenant=tenant, name_prefix=name_prefix,
                                personal=personal, valid_time=at, include_retired=include_retired,
-                               passages=passages)
+                               passages=passages, offset=offset, min_similarity=min_similarity,
+                               min_lexical_score=min_lexical_score, exact=exact, fusion=fusion,
+                               dense_weight=dense_weight, explain=explain, receipt=receipt,
+                               keep_query=keep_query)
     finally:
         client.close()
     if result.degraded:
@@ -76,15 +117,22 @@ def recall(
     for notice in result.notices:
         note.print(Text(notice, style="yellow"))
     if as_json:
-        hits = [{"rank": i, **asdict(h)} for i, h in enumerate(result.hits, start=1)]
-        echo_json({"query": query, "scope": scope, "model_id": result.model_id, "embedder": choice.detail,
-                   "degraded": result.degraded, "notices": result.notices, "hits": hits})
+        hits = [{"rank": i, **asdict(h)} for i, h in enumerate(result.hits, start=offset + 1)]
+        answer = {"query": query, "scope": scope, "model_id": result.model_id, "embedder": choice.detail,
+                  "degraded": result.degraded, "notices": result.notices, "hits": hits}
+        if receipt:
+            answer["receipt_id"] = result.receipt_id
+        echo_json(answer)
         return
     out = stdout()
     count = len(result.hits)
-    out.print(Text(f"{count} hit{'s' if count != 1 else ''} for {query!r} in scope {scope}"))
+    where = f" (ranks {offset + 1}-{offset + count})" if offset and count else ""
+    out.print(Text(f"{count} hit{'s' if count != 1 else ''} for {query!r} in scope {scope}{where}"))
+    if explain and result.hits and result.hits[0].explain:
+        for line in explain_answer(result.hits[0].explain.get("answer") or {}):
+            out.print(Text(line, style="dim"), soft_wrap=True)
     width = max(40, min(out.width, 120))
-    for i, h in enumerate(result.hits, start=1):
+    for i, h in enumerate(result.hits, start=offset + 1):
         out.print(_hit_head(i, h, width))
         body = _hit_text(h)
         if body:
@@ -96,6 +144,13 @@ def recall(
                 out.print(_marked("    " + line))
         if scores:
             out.print(Text("    " + _scores(h), style="dim"))
+        if explain and h.explain:
+            for line in explain_hit(h.explain):
+                out.print(Text("    " + line, style="dim"), soft_wrap=True)
+    if receipt:
+        out.print(Text(f"receipt: {result.receipt_id}"), soft_wrap=True)
+        replay = f"dna replay {result.receipt_id}" + ("" if keep_query else f" --query {_shell_quote(query)}")
+        out.print(Text(f"replay with: {replay}", style="dim"), soft_wrap=True)
 
 
 def _fmt(value: float | None, digits: int) -> str:
@@ -150,6 +205,150 @@ def _scores(h) -> str:
     ranks = f"ranks dense {h.rank_dense or '–'}, lexical {h.rank_lexical or '–'}"
     return (f"score {_fmt(h.score, 4)} · cosine {_fmt(h.similarity, 3)} · lexical {_fmt(h.lexical_score, 3)}"
             f" · {ranks}")
+
+
+def _shell_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def explain_hit(explain: dict) -> list[str]:
+    """The lines ``--explain`` prints under a hit: per lane its rank, raw score (cosine / BM25),
+    min-max normalised score (convex) and term (its part of the score), from dna.search's explain."""
+    lines = []
+    for lane, raw in (("dense", "similarity"), ("lexical", "bm25")):
+        part = explain.get(lane)
+        if not part:
+            lines.append(f"{lane}: not a candidate")
+            continue
+        label = "cosine" if raw == "similarity" else "bm25"
+        text = f"{lane}: rank {_num(part.get('rank'))} · {label} {_num(part.get(raw), 4)}"
+        if part.get("normalised") is not None:
+            text += f" · normalised {_num(part.get('normalised'))}"
+        text += f" · term {_num(part.get('term'), 4)}"
+        lines.append(text)
+    lines.append(f"score {_num(explain.get('score'), 4)} = the sum of the terms")
+    return lines
+
+
+def explain_answer(answer: dict) -> list[str]:
+    """The lines ``--explain`` prints once per answer: the fusion, each lane's path and depth, the
+    floors and what they removed, the degradation (dna.search's explain -> answer)."""
+    fusion = answer.get("fusion") or {}
+    method = fusion.get("method")
+    if method == "convex":
+        how = f"fusion convex (dense_weight {_num(fusion.get('dense_weight'), 2)}, {fusion.get('normalisation', 'min-max')})"
+    elif method == "rrf":
+        how = f"fusion rrf (weights {fusion.get('weights')}, rrf_k {_num(fusion.get('rrf_k'), 0)})"
+    else:
+        how = f"fusion {method}"
+    lines = [f"{how} · {answer.get('fused_candidates', '–')} fused candidates · k {answer.get('k')}, "
+             f"offset {answer.get('offset')}"]
+    dense = answer.get("dense") or {}
+    text = f"dense lane: {dense.get('path', '–')}"
+    if dense.get("ef_search") is not None:
+        text += f" (ef_search {dense['ef_search']}, iterative scan {dense.get('iterative_scan')})"
+    text += f" · depth {_num(dense.get('depth'))} · {_num(dense.get('candidates'))} candidates"
+    if dense.get("min_similarity") is not None:
+        text += f" · min_similarity {_num(dense['min_similarity'])} removed {_num(dense.get('removed_by_floor'))}"
+    if dense.get("exact_rule"):
+        text += f" · rule: {dense['exact_rule']}"
+    lines.append(text)
+    lexical = answer.get("lexical") or {}
+    text = (f"lexical lane: {lexical.get('scoring', 'BM25')} k1 {_num(lexical.get('k1'), 2)} b {_num(lexical.get('b'), 2)}"
+            f" ({lexical.get('ts_config', '–')}) · depth {_num(lexical.get('depth'))} · "
+            f"{_num(lexical.get('candidates'))} candidates")
+    if lexical.get("terms") is not None:
+        text += f" · terms {', '.join(lexical['terms']) or '–'}"
+    if lexical.get("min_lexical_score") is not None:
+        text += (f" · min_lexical_score {_num(lexical['min_lexical_score'])} removed "
+                 f"{_num(lexical.get('removed_by_floor'))}")
+    lines.append(text)
+    lines.append(f"degraded: {answer.get('degradation') or 'lexical only'}" if answer.get("degraded")
+                 else "degraded: no (both lanes)")
+    return lines
+
+
+def replay(
+    ctx: typer.Context,
+    receipt_id: Annotated[uuid.UUID, typer.Argument(help="The receipt's id (dna recall --receipt printed it).",
+                                                    metavar="RECEIPT_ID", show_default=False)],
+    query: Annotated[Optional[str], typer.Option(
+        "--query", "-q", help="The query, when the receipt did not keep it (taken without --keep-query).",
+        show_default=False)] = None,
+    now: Annotated[Optional[str], typer.Option(
+        "--now", help="Replay at this world time (ISO-8601) instead of the receipt's.", show_default=False)] = None,
+    embedder: EmbedderOpt = EmbedderName.auto,
+    as_json: Annotated[bool, typer.Option("--json", help="Print dna.replay's jsonb as is.")] = False,
+) -> None:
+    """Re-run a receipt's question (dna.replay) and say whether the answer is the same.
+
+    The ids (kind, name, tenant, passage) are compared rank by rank: "match" when they are equal,
+    else the first rank where they differ; the settings that changed since are named. --embedder
+    auto embeds --query with the receipt's model. Nothing is stored; exit 0 either way (--json:
+    ``match``).
+    """
+    at = parse_time(now, "--now")
+    client, choice = open_client(ctx, embedder)
+    try:
+        if query is not None and embedder == EmbedderName.auto:
+            _receipt_embedder(client, receipt_id)
+        result = client.replay(receipt_id, query, now=at)
+    finally:
+        client.close()
+    if as_json:
+        echo_json(result)
+        return
+    out = stdout()
+    then, now_ids = result.get("ids_then") or [], result.get("ids_now") or []
+    head = f"receipt {result['receipt_id']} ({result['verb']} in scope {result['scope']}, taken {result['taken_at']})"
+    out.print(Text(head), soft_wrap=True)
+    if result.get("match"):
+        same = "scores equal" if result.get("scores_match") else "scores differ"
+        out.print(Text(f"match: the same {len(now_ids)} id{'s' if len(now_ids) != 1 else ''} in the same order "
+                       f"({same})", style="green"), soft_wrap=True)
+    else:
+        diff = result.get("first_difference") or {}
+        out.print(Text(f"no match: {len(then)} ids then, {len(now_ids)} now; first difference at rank "
+                       f"{diff.get('rank')}: then {_id(diff.get('then'))}, now {_id(diff.get('now'))}",
+                       style="yellow"), soft_wrap=True)
+    for change in result.get("settings_changed") or []:
+        out.print(Text(f"  setting {change['setting']}: {change['then']} -> {change['now']}", style="dim"),
+                  soft_wrap=True)
+
+
+def _id(entry: dict | None) -> str:
+    if not entry:
+        return "–"
+    name = f"{entry.get('kind')}/{entry.get('name')}"
+    if entry.get("tenant"):
+        name += f" [tenant {entry['tenant']}]"
+    if entry.get("passage"):
+        name += f" #{entry['passage']}"
+    return name
+
+
+def _receipt_embedder(client, receipt_id: uuid.UUID) -> None:
+    """``--embedder auto`` for a replay: the embedder of the receipt's model, when it is another one
+    than auto's default and this package can build it (as a search of its scope would pick it)."""
+    from pydna.embeddings.select import provider_for_model
+
+    row = client.conn.execute("SELECT args ->> 'model_id' FROM dna.dna_search_receipts WHERE receipt_id = %s",
+                              (str(receipt_id),)).fetchone()
+    model = row[0] if row else None
+    if model and (client.embedder is None or client.embedder.model_id != model):
+        record = provider_for_model(model)
+        if record is not None:
+            client.embedder = record.provider
 
 
 def scopes(

@@ -11,18 +11,18 @@ import time
 import uuid
 from collections.abc import Sized
 from datetime import datetime
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.types.json import Jsonb
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 
 from pydna import migrate
 from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
+from pydna.receipts import ReceiptsMixin
 from pydna.sqlcalls import captured_notices, kinds_arg, register_embedder  # noqa: F401  (kinds_arg: re-exported)
 
 
@@ -128,6 +128,7 @@ class SearchResult:
     model_id: str | None  # None: no embedder, and the scope has no documents
     error: str | None = None  # why the query embedding is missing, when degraded
     notices: list[str] = field(default_factory=list)  # what dna.search said (e.g. no documents for model_id)
+    receipt_id: str | None = None  # with receipt=True: the id of the receipt dna.take_receipt kept of this answer
 
     def __iter__(self):
         return iter(self.hits)
@@ -214,7 +215,7 @@ def _rows(record: Record, splitter) -> list[_Row]:
     return [_Row(unsnipped, p.text, p.ordinal, p.heading, p.char_start, p.char_end) for p in parts]
 
 
-class Client:
+class Client(ReceiptsMixin):
     """A connection to a pydna database plus an embedding provider (may be None: lexical only)."""
 
     def __init__(self, conn: psycopg.Connection, embedder: EmbeddingPort | None, dsn: str | None = None,
@@ -436,7 +437,8 @@ class Client:
                include_retired: bool = False, passages: bool = False, offset: int = 0,
                min_similarity: float | None = None, min_lexical_score: float | None = None,
                exact: bool | None = None, fusion: str | None = None,
-               dense_weight: float | None = None, explain: bool = False) -> SearchResult:
+               dense_weight: float | None = None, explain: bool = False, receipt: bool = False,
+               keep_query: bool = False) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -447,15 +449,22 @@ class Client:
         one ranking (pages of one size compose). ``min_similarity`` / ``min_lexical_score``: relevance
         floors of the dense / lexical lane (each hit says how many candidates they removed; an
         emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
-        (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'rrf'``
-        (default) or ``'convex'`` (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised
-        BM25); None: the scope's setting, else the built-in default. ``explain=True``: every hit's
+        (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'convex'``
+        (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised BM25; dense_weight
+        default 0.4) or ``'rrf'``; None: the scope's setting, else convex. ``explain=True``: every hit's
         ``explain`` holds its lanes' ranks, raw scores and fusion terms and the answer's receipt (the
         dense lane's path — HNSW or exact scan —, ef_search, candidates per lane, filters, floors,
         degradation; see ``dna.search``).
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
-        left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off."""
+        left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off.
+
+        ``receipt=True``: the same search through ``dna.take_receipt`` (the same hits), which keeps a
+        receipt of the answer (``SearchResult.receipt_id``; ``Client.replay`` re-runs it). The receipt
+        pins the validity moment (default: the server's ``now()`` then) and the model; ``keep_query``
+        stores the query text and embedding in it (default: only their digests, so a replay needs the
+        query again). Bad arguments are refused by the server (``psycopg.Error``: 22023 naming the
+        argument, with a hint of the valid values; 22001 for a query over 10,000 characters)."""
         if model_id is None and self.embedder is None:
             model_id = self.conn.execute("SELECT dna.scope_model(%s)", (scope,)).fetchone()[0]
         model = model_id or (self.embedder.model_id if self.embedder is not None else None)  # None: no documents
@@ -467,6 +476,17 @@ class Client:
             except Exception as exc:  # honest degradation: lexical only, flagged
                 error = f"{type(exc).__name__}: {exc}"
         kinds = kinds_arg(kind)
+        if receipt:
+            return self._search_with_receipt(
+                keep_query, query, embedding, error,
+                {"scope": scope, "query": query, "model_id": model, "k": k, "kinds": kinds, "tenant": tenant,
+                 "name_prefix": name_prefix, "candidates": candidates,
+                 "weights": [float(w) for w in weights] if weights else None, "personal": personal,
+                 "passages": passages, "offset": offset, "min_similarity": min_similarity,
+                 "min_lexical_score": min_lexical_score, "exact": exact, "fusion": fusion,
+                 "dense_weight": dense_weight, "explain": explain,
+                 # JSON null: no validity filter; absent: the receipt pins the server's now()
+                 "valid_time": False if include_retired else valid_time})
         with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
@@ -489,6 +509,25 @@ class Client:
         return SearchResult(hits=[Hit(*row[:-1]) for row in rows], degraded=degraded,
                             model_id=model, error=error, notices=notices)
 
+    def _search_with_receipt(self, keep_query: bool, query: str, embedding: Vector | None, error: str | None,
+                             args: dict[str, Any]) -> SearchResult:
+        """``search(..., receipt=True)``: the call through ``dna.take_receipt`` (its ``hits`` are
+        ``dna.search_hit`` rows as JSON, mapped onto ``Hit`` by field name)."""
+        if embedding is not None:
+            args["query_embedding"] = embedding.to_list()
+        with captured_notices(self.conn) as notices:
+            answer = self._receipt("search", args, keep_query)
+        names = [f.name for f in fields(Hit)]
+        rows = answer["hits"]
+        blank = not (query and query.strip())
+        if rows:
+            degraded = bool(rows[0]["degraded"])
+        else:
+            degraded = not blank and (embedding is None or not any(embedding.to_list()))
+        return SearchResult(hits=[Hit(**{n: h.get(n) for n in names}) for h in rows], degraded=degraded,
+                            model_id=args.get("model_id"), error=error, notices=notices,
+                            receipt_id=answer["receipt_id"])
+
     def _check_prefixes(self, model: str) -> None:
         """ValueError when the registry records other role prefixes for ``model`` than the embedder's
         (once per model_id and client: the registry never changes them)."""
@@ -506,54 +545,6 @@ class Client:
         """Remove a document from both lanes (all models when ``model_id`` is None); returns rows deleted."""
         return self.conn.execute("SELECT dna.delete_document(%s, %s, %s, %s, %s)",
                                  (scope, kind, name, tenant, model_id)).fetchone()[0]
-
-    # -- receipts (dna.take_receipt / dna.replay, sql/receipts.sql) ------------------------------
-
-    def take_receipt(self, verb: str, scope: str, query: str, *, keep_query: bool = False, **args: Any) -> dict:
-        """Answer ``query`` through ``dna.take_receipt`` and keep a receipt of the answer: verb
-        ``'search'`` runs ``dna.search``, ``'recall'`` a read-only ``dna.recall``. ``args``: the verb's
-        other named arguments as SQL names them (``k``, ``kinds``, ``tenant``, ``personal``, ``fusion``,
-        ``explain``, ...; datetimes are sent as ISO 8601). The query is embedded with the client's
-        embedder when ``model_id`` is None or the embedder's (a failing embedder: lexical only, as
-        ``search``). ``keep_query``: store the query text and embedding (default: only their digests).
-        Returns the server's JSON answer (search: ``hits``; recall: its answer) with ``receipt_id``.
-        Errors are the server's (``psycopg.Error``; SQLSTATE 22023 for a bad verb or argument)."""
-        embedding = self._receipt_embedding(query, args.get("model_id"))
-        if embedding is not None:
-            args.setdefault("model_id", self.embedder.model_id)
-        payload = {key: value.isoformat() if isinstance(value, datetime) else value for key, value in args.items()}
-        payload.update(scope=scope, query=query)
-        if embedding is not None:
-            payload["query_embedding"] = embedding
-        return self.conn.execute("SELECT dna.take_receipt(%s, %s, keep_query => %s)",
-                                 (verb, Jsonb(payload), keep_query)).fetchone()[0]
-
-    def replay(self, receipt_id: str | uuid.UUID, query: str | None = None, *, now: datetime | None = None) -> dict:
-        """``dna.replay``: re-run a receipt's question and say whether the answer is the same (``match``,
-        ``scores_match``, ``ids_then``, ``ids_now``, ``first_difference``, ``settings_changed``). A
-        receipt taken without ``keep_query`` needs ``query``; the client then embeds it as when the
-        receipt was taken (when the receipt has an embedding digest), and the server checks both
-        digests (22023 when they differ). ``now``: replay at that world time instead of the receipt's."""
-        embedding = None
-        if query is not None:
-            row = self.conn.execute("SELECT embedding_digest IS NOT NULL, args ->> 'model_id' "
-                                    "FROM dna.dna_search_receipts WHERE receipt_id = %s::uuid", (str(receipt_id),)).fetchone()
-            if row is not None and row[0]:
-                embedding = self._receipt_embedding(query, row[1])
-        return self.conn.execute("SELECT dna.replay(%s::uuid, query => %s, query_embedding => %s::vector, now => %s)",
-                                 (str(receipt_id), query, None if embedding is None else str(embedding),
-                                  now)).fetchone()[0]
-
-    def _receipt_embedding(self, query: str, model_id: str | None) -> list[float] | None:
-        """The query's embedding as the receipt verbs are given it, or None (no embedder, another
-        model, a blank query, or a failing embedder)."""
-        if self.embedder is None or model_id not in (None, self.embedder.model_id) or not (query and query.strip()):
-            return None
-        self._check_prefixes(self.embedder.model_id)
-        try:
-            return [float(x) for x in embed_for(self.embedder, [query], "query")[0]]
-        except Exception:  # honest degradation: the receipt is of a lexical answer
-            return None
 
 
 def resolve_dsn(dsn: str | None = None) -> str:

@@ -100,7 +100,8 @@ class Memory:
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
                now: datetime | None = None, as_of: datetime | None = None, personal: bool = False,
-               decay: str | None = None, explain: bool = False) -> dict:
+               decay: str | None = None, explain: bool = False, receipt: bool = False,
+               keep_query: bool = False) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -109,11 +110,18 @@ class Memory:
         (``factor`` = max(0.05, retention) × affect, which multiplies the hybrid score; the ecphory
         terms under ``tie_break``, which only order equal scores) and the pool, filters and
         degradations of the answer (docs/memory.md, "How recall ranks").
-        What the server said (e.g. no documents for this model_id in the scope) is in ``notices``."""
+        What the server said (e.g. no documents for this model_id in the scope) is in ``notices``.
+
+        ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
+        whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
+        (``keep_query``: the receipt keeps the query text and embedding; ``Client.replay`` re-runs it)."""
         embedding, error = self._embed(query, "query")
         embedder = self.client.embedder
         with captured_notices(self.conn) as notices:
-            result = self._one(
+            result = self._recall_receipt(   # receipt=True: through dna.take_receipt (read-only)
+                keep_query, scope=scope, query=query, query_embedding=embedding, kinds=kinds_arg(kinds), k=k,
+                model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
+                as_of=as_of, personal=personal, decay=decay, explain=explain) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
                 "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
@@ -123,6 +131,13 @@ class Memory:
         if notices:
             result["notices"] = list(dict.fromkeys(notices))
         return result
+
+    def _recall_receipt(self, keep_query: bool, **args: Any) -> dict:
+        """``recall(..., receipt=True)``: ``dna.take_receipt('recall', args)`` (``Client._receipt``:
+        None leaves an argument out; reconsolidate is not sent, the receipt's recall is read-only)."""
+        if args["query_embedding"] is not None:
+            args["query_embedding"] = args["query_embedding"].to_list()
+        return self.client._receipt("recall", args, keep_query)
 
     def forget(self, scope: str, name: str, *, superseded_by: str | None = None, kind: str = "Engram",
                tenant: str = "", now: datetime | None = None, personal: bool = False) -> dict:

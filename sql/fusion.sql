@@ -14,7 +14,9 @@ BEGIN
     END IF;
     IF lanes IS NOT NULL AND cardinality(weights) <> lanes THEN
         RAISE EXCEPTION '% must hold % values (dense, lexical), got %', what, lanes, cardinality(weights)
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023',
+                  HINT = format('%s is {dense, lexical}: %s finite numbers >= 0, e.g. ''{1,1}'' (both lanes), '
+                                '''{1,0}'' (the dense lane alone); NULL: the default (dna.search: the scope''s, else {1,1.5}).', what, lanes);
     END IF;
     -- NaN >= 0 is true in PostgreSQL (NaN sorts above every number), so NaN is caught by < Infinity.
     IF EXISTS (SELECT 1 FROM unnest(weights) AS x WHERE x IS NULL OR NOT (x >= 0 AND x < 'Infinity')) THEN
@@ -28,8 +30,8 @@ $$;
 
 COMMENT ON FUNCTION dna.check_weights(text, double precision[], integer) IS
 'Returns weights when every element is a finite number >= 0 (and, given lanes, there are that many); NULL '
-'stays NULL. Errors: 22023 naming the argument (what) for NULL elements, NaN, ±Infinity, negative values or '
-'another length. Used by dna.search (dna.rrf checks the same inline, a NULL element counting 1).';
+'stays NULL. Errors: 22023 naming the argument (what) and the value for NULL elements, NaN, ±Infinity, negative '
+'values or another length, with a hint of the valid values. Used by dna.search (dna.rrf checks the same inline, a NULL element counting 1).';
 
 CREATE OR REPLACE FUNCTION dna.score_round(x double precision)
 RETURNS double precision
@@ -65,25 +67,27 @@ DECLARE
     i integer;
 BEGIN
     IF k IS NULL OR k <= 0 OR k = 'NaN'::float8 OR k = 'Infinity'::float8 THEN
-        RAISE EXCEPTION 'dna.rrf: k must be a finite number > 0, got %', k USING ERRCODE = '22023';
+        RAISE EXCEPTION 'dna.rrf: k must be a finite number > 0, got %', k USING ERRCODE = '22023',
+            HINT = 'k damps the ranks: weight / (k + rank); 60 is the usual value (Cormack et al. 2009).';
     END IF;
     IF ranks IS NULL THEN
         RETURN 0;
     END IF;
     IF weights IS NOT NULL AND cardinality(weights) <> cardinality(ranks) THEN
         RAISE EXCEPTION 'dna.rrf: % ranks but % weights', cardinality(ranks), cardinality(weights)
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023', HINT = 'Give one weight per rank (lane), or NULL for 1 each.';
     END IF;
     FOR i IN 1 .. coalesce(cardinality(weights), 0) LOOP   -- as dna.check_weights, without a query per call
         IF NOT (coalesce(weights[i], 1) >= 0 AND coalesce(weights[i], 1) < 'Infinity') THEN
             RAISE EXCEPTION 'dna.rrf: weights must be finite numbers >= 0, got %', weights
-                USING ERRCODE = '22023';
+                USING ERRCODE = '22023', HINT = 'A weight scales its lane''s 1 / (k + rank); 0 turns the lane off, NULL counts 1.';
         END IF;
     END LOOP;
     FOR i IN 1 .. coalesce(cardinality(ranks), 0) LOOP
         CONTINUE WHEN ranks[i] IS NULL;            -- absent from that lane: contributes 0
         IF ranks[i] < 1 THEN
-            RAISE EXCEPTION 'dna.rrf: ranks are 1-based, got %', ranks[i] USING ERRCODE = '22023';
+            RAISE EXCEPTION 'dna.rrf: ranks are 1-based, got %', ranks[i] USING ERRCODE = '22023',
+                HINT = 'A lane''s best hit is rank 1; NULL: absent from that lane (contributes 0).';
         END IF;
         total := total + coalesce(weights[i], 1.0) / (k + ranks[i]);
     END LOOP;
@@ -96,7 +100,7 @@ COMMENT ON FUNCTION dna.rrf(integer[], double precision[], double precision) IS
 'NULL = absent from that lane (contributes 0); weights default to 1 per lane; k defaults to 60 '
 '(Cormack, Clarke & Büttcher, SIGIR 2009). Result in [0, sum(weights)/(k+1)]. Pure, IMMUTABLE, '
 'PARALLEL SAFE. Errors: 22023 for a rank < 1, k <= 0 or not finite, weights of another length, or a weight '
-'that is NaN, infinite or negative (a NULL weight counts 1).';
+'that is NaN, infinite or negative (a NULL weight counts 1); each names the value, with a hint of the valid ones.';
 
 CREATE OR REPLACE FUNCTION dna.min_max(x double precision, lo double precision, hi double precision)
 RETURNS double precision

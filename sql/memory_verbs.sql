@@ -259,7 +259,7 @@ BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
-        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023', HINT = 'k is the number of memories: an integer from 0 to 1000 (0: none).';
     END IF;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     PERFORM dna.check_now(now);

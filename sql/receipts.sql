@@ -28,7 +28,8 @@ DECLARE
 BEGIN
     IF verb IS NULL OR verb NOT IN ('search', 'recall') THEN
         RAISE EXCEPTION 'verb must be search or recall, got %', coalesce(quote_literal(verb), 'NULL')
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023',
+                  HINT = 'verb is ''search'' (dna.search) or ''recall'' (a read-only dna.recall).';
     END IF;
     SELECT p.oid::regprocedure INTO fn FROM pg_catalog.pg_proc AS p
     WHERE p.pronamespace = 'dna'::regnamespace AND p.proname = verb
@@ -40,6 +41,50 @@ $$;
 COMMENT ON FUNCTION dna.receipt_verb(text) IS
 'The function a receipt''s verb runs: ''search'' => dna.search, ''recall'' => dna.recall (the installed '
 'signature, read from the catalog, so receipts follow the verbs'' arguments as they are). 22023 otherwise.';
+
+CREATE OR REPLACE FUNCTION dna.receipt_arg(fn text, name text, type text, value jsonb)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    state text;
+    reason text;
+    how text;
+BEGIN
+    IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
+        RETURN;                                          -- NULL: the argument's NULL
+    END IF;
+    BEGIN
+        -- The cast dna.receipt_call makes: a JSON array to an SQL array, anything else through its text.
+        IF type LIKE '%[]' AND jsonb_typeof(value) = 'array' THEN
+            EXECUTE format('SELECT ARRAY(SELECT jsonb_array_elements_text($1))::%s', type) USING value;
+        ELSE
+            EXECUTE format('SELECT ($1 #>> ''{}'')::%s', type) USING value;
+        END IF;
+    EXCEPTION WHEN data_exception THEN
+        GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, reason = MESSAGE_TEXT;
+        how := CASE
+            WHEN type LIKE '%[]' THEN format('a JSON array of %s values', left(type, -2))
+            WHEN type IN ('integer', 'bigint', 'smallint') THEN format('a JSON number (an integer within the range of %s)', type)
+            WHEN type IN ('double precision', 'real', 'numeric') THEN 'a JSON number'
+            WHEN type = 'boolean' THEN 'true or false'
+            WHEN type LIKE 'timestamp%' THEN 'an ISO 8601 string, e.g. "2026-12-01T17:00:00Z"'
+            WHEN type IN ('vector', 'halfvec') THEN 'a JSON array of numbers ([0.12, -0.03, ...]) or pgvector''s text "[0.12,-0.03,...]"'
+            ELSE format('a JSON value that PostgreSQL reads as %s', type) END;
+        RAISE EXCEPTION 'args.% of dna.% must be %, got %: %', name, fn, type, value::text, reason
+            USING ERRCODE = state, HINT = format('Give args.%s as %s, or null for the argument''s NULL.', name, how);
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION dna.receipt_arg(text, text, text, jsonb) IS
+'Checks that the JSON value of argument name (of function fn, for messages) casts to its declared type '
+'as dna.receipt_call casts it (a JSON array to an SQL array, anything else through its text; JSON null '
+'is NULL). Raises the cast''s own SQLSTATE (22P02 invalid text, 22003 out of range, 22007 bad timestamp, '
+'...) with a message naming args.<name>, the function, the type and the value, and a hint of the JSON to '
+'give. Used by dna.take_receipt and dna.receipt_call, so a malformed argument is refused by name before '
+'anything runs.';
 
 CREATE OR REPLACE FUNCTION dna.receipt_call(verb text, args jsonb)
 RETURNS text
@@ -54,7 +99,8 @@ DECLARE
 BEGIN
     IF args IS NULL OR jsonb_typeof(args) <> 'object' THEN
         RAISE EXCEPTION 'args must be a JSON object of dna.%''s named arguments, got %', verb,
-            coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = '22023';
+            coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = '22023',
+            HINT = 'For example {"scope": "docs", "query": "rank fusion", "k": 10}.';
     END IF;
     SELECT string_agg(quote_literal(x.key), ', ' ORDER BY x.key) INTO unknown
     FROM jsonb_object_keys(args) AS x(key)
@@ -74,6 +120,7 @@ BEGIN
              JOIN pg_catalog.pg_type AS t ON t.oid = n.type
              WHERE p.oid = fn AND args ? n.name
              ORDER BY n.name LOOP
+        PERFORM dna.receipt_arg(verb, a.name, a.type, args -> a.name);   -- a malformed value: refused by name
         call := call || format(', %I => %s', a.name,
             CASE WHEN a.is_array
                  THEN format('CASE jsonb_typeof($3 -> %1$L) WHEN ''array'' THEN ARRAY(SELECT jsonb_array_elements_text($3 -> %1$L))::%2$s '
@@ -89,7 +136,8 @@ COMMENT ON FUNCTION dna.receipt_call(text, jsonb) IS
 'each key an argument of the installed function, each value cast to its declared type; a JSON array '
 'becomes an SQL array), query => $1, query_embedding => $2 and explain => true; args is $3. '
 '22023 when args is not an object, or names an argument the function lacks, or names query, '
-'query_embedding or explain (given apart).';
+'query_embedding or explain (given apart); a value that does not cast to its argument''s type raises '
+'the cast''s SQLSTATE naming the argument (dna.receipt_arg).';
 
 CREATE OR REPLACE FUNCTION dna.receipt_digest(salt uuid, payload text)
 RETURNS text
@@ -258,8 +306,12 @@ BEGIN
     PERFORM dna.receipt_verb(verb);
     IF args IS NULL OR jsonb_typeof(args) <> 'object' THEN
         RAISE EXCEPTION 'args must be a JSON object of dna.%''s named arguments, got %', verb,
-            coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = '22023';
+            coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = '22023',
+            HINT = 'For example {"scope": "docs", "query": "rank fusion", "k": 10}.';
     END IF;
+    PERFORM dna.receipt_arg(verb, 'query_embedding', 'vector', args -> 'query_embedding');
+    PERFORM dna.receipt_arg('take_receipt', 'explain', 'boolean', args -> 'explain');
+    PERFORM dna.receipt_arg(verb, 'reconsolidate', 'boolean', args -> 'reconsolidate');
     query := args ->> 'query';
     emb := (args ->> 'query_embedding')::vector;       -- a JSON array of numbers or pgvector's text
     explain := coalesce((args ->> 'explain')::boolean, false);
@@ -269,7 +321,9 @@ BEGIN
         -- so its replay could not compare.
         IF coalesce((args ->> 'reconsolidate')::boolean, false) THEN
             RAISE EXCEPTION 'reconsolidate must be false in a receipt: a receipt''s recall is read-only'
-                USING ERRCODE = '22023';
+                USING ERRCODE = '22023',
+                      HINT = 'Pass reconsolidate false or leave it out (a receipt sets it false); dna.recall itself '
+                             'reinforces what it surfaces.';
         END IF;
         args := args || '{"reconsolidate": false}';
     ELSE
@@ -331,8 +385,10 @@ COMMENT ON FUNCTION dna.take_receipt(text, jsonb, boolean) IS
 'tenant the answer was read in (personal => ''personal:<oid>''); the query text and embedding only with '
 'keep_query => true (default false: no column holds the query''s text or lexemes). Returns search: '
 '{hits: [dna.search_hit as JSON], receipt_id, verb, taken_at, kept_query}; recall: its answer plus the '
-'same keys. Errors: 22023 (verb, args not an object, an unknown argument, reconsolidate true), the '
-'verb''s own (e.g. 22023 k out of range, 42501 not a member of the tenant), and nothing is stored.';
+'same keys. Errors: 22023 (verb, args not an object, an unknown argument, reconsolidate true); a value '
+'that does not cast to its argument''s type: the cast''s SQLSTATE (22P02, 22003, 22007, ...) naming '
+'args.<name>, its type and value (dna.receipt_arg); the verb''s own (e.g. 22023 k out of range, 42501 not '
+'a member of the tenant); each with a hint, and nothing is stored.';
 
 CREATE OR REPLACE FUNCTION dna.replay(receipt_id uuid, query text DEFAULT NULL, query_embedding vector DEFAULT NULL,
                                       now timestamptz DEFAULT NULL)
@@ -351,30 +407,35 @@ BEGIN
     IF NOT FOUND THEN
         -- Unknown, deleted, or in a tenant the caller cannot see: the same answer, nothing told.
         RAISE EXCEPTION 'no receipt % visible to role %', coalesce(receipt_id::text, 'NULL'),
-            quote_ident(current_user::text) USING ERRCODE = 'P0002';
+            quote_ident(current_user::text) USING ERRCODE = 'P0002',
+            HINT = 'A receipt is a row of dna.dna_search_receipts visible to the roles that can see its tenant; '
+                   'dna.take_receipt returns the id (a deleted receipt is gone).';
     END IF;
     SELECT * INTO given FROM dna.receipt_query_digests(r.receipt_id, query, query_embedding);
     IF query IS NOT NULL AND given.query_digest <> r.query_digest THEN
         RAISE EXCEPTION 'query does not match receipt %: its digest differs from the receipt''s query_digest', r.receipt_id
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023', HINT = 'Pass the query exactly as it was asked (the same text, character for character).';
     END IF;
     IF query_embedding IS NOT NULL AND r.embedding_digest IS NULL THEN
         RAISE EXCEPTION 'receipt % was taken without a query_embedding; replay it without one', r.receipt_id
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023', HINT = 'Its answer was lexical only: pass query_embedding => NULL.';
     END IF;
     IF query_embedding IS NOT NULL AND given.embedding_digest <> r.embedding_digest THEN
         RAISE EXCEPTION 'query_embedding does not match receipt %: its digest differs from the receipt''s embedding_digest',
-            r.receipt_id USING ERRCODE = '22023';
+            r.receipt_id USING ERRCODE = '22023',
+            HINT = 'Embed the query with the receipt''s model (args ->> ''model_id'') and role prefix, as when it was taken.';
     END IF;
     query := coalesce(query, r.query);
     query_embedding := coalesce(query_embedding, r.query_embedding);
     IF query IS NULL AND r.query_digest <> (SELECT d.query_digest FROM dna.receipt_query_digests(r.receipt_id, NULL, NULL) AS d) THEN
         RAISE EXCEPTION 'receipt % was taken without keep_query: pass its query', r.receipt_id
-            USING ERRCODE = '22023', HINT = 'dna.replay(receipt_id, query => ..., query_embedding => ...)';
+            USING ERRCODE = '22023', HINT = 'Pass the query it answered: dna.replay(receipt_id, query => ...) '
+                                            '(from the command line: dna replay RECEIPT_ID --query TEXT).';
     END IF;
     IF query_embedding IS NULL AND r.embedding_digest IS NOT NULL THEN
         RAISE EXCEPTION 'receipt % was taken with a query embedding it did not keep (keep_query false): pass its query_embedding',
-            r.receipt_id USING ERRCODE = '22023';
+            r.receipt_id USING ERRCODE = '22023',
+            HINT = 'dna.replay(receipt_id, query => ..., query_embedding => ...): the embedding of the query by the receipt''s model.';
     END IF;
 
     -- now: the world time to replay at instead of the receipt's (search: valid_time, unless the receipt

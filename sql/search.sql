@@ -105,16 +105,16 @@ BEGIN
     scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
-        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023';
+        RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023', HINT = 'k is the number of hits: an integer from 0 to 1000 (0: none); for ranks past 1000 page with "offset".';
     END IF;
     IF "offset" IS NULL OR "offset" < 0 OR "offset" > 9000 THEN
-        RAISE EXCEPTION 'offset must be between 0 and 9000, got %', "offset" USING ERRCODE = '22023';
+        RAISE EXCEPTION 'offset must be between 0 and 9000, got %', "offset" USING ERRCODE = '22023', HINT = 'offset is the number of ranks skipped: an integer from 0 to 9000; page p of size k is offset (p - 1) * k.';
     END IF;
     IF candidates IS NOT NULL AND (candidates < 1 OR candidates > 10000) THEN
-        RAISE EXCEPTION 'candidates must be between 1 and 10000, got %', candidates USING ERRCODE = '22023';
+        RAISE EXCEPTION 'candidates must be between 1 and 10000, got %', candidates USING ERRCODE = '22023', HINT = 'candidates is each lane''s depth: an integer from 1 to 10000, or NULL for the scope''s setting, else max(4k, 100).';
     END IF;
     IF length(query) > 10000 THEN
-        RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001';
+        RAISE EXCEPTION 'query is % characters long; the limit is 10000', length(query) USING ERRCODE = '22001', HINT = 'Ask with a query of at most 10000 characters (the words of a question, not a document).';
     END IF;
     PERFORM dna.check_weights('weights', weights, 2);     -- 2 finite values >= 0 (dense, lexical)
     IF weights[1] = 0 AND weights[2] = 0 THEN
@@ -123,11 +123,11 @@ BEGIN
                   HINT = 'Give at least one lane a weight > 0: ''{1,0}'' is the dense lane alone, ''{0,1}'' the lexical lane alone.';
     END IF;
     IF fusion IS NOT NULL AND fusion NOT IN ('rrf', 'convex') THEN
-        RAISE EXCEPTION 'fusion must be ''rrf'' or ''convex'', got %', quote_literal(fusion) USING ERRCODE = '22023';
+        RAISE EXCEPTION 'fusion must be ''convex'' or ''rrf'', got %', quote_literal(fusion) USING ERRCODE = '22023', HINT = 'fusion must be ''convex'' (dense_weight x normalised cosine + (1 - dense_weight) x normalised BM25) or ''rrf'' (Reciprocal Rank Fusion: weights, rrf_k); NULL: the scope''s setting, else convex.';
     END IF;
     IF dense_weight IS NOT NULL AND NOT (dense_weight >= 0 AND dense_weight <= 1) THEN
         RAISE EXCEPTION 'dense_weight must be between 0 and 1 (the lexical lane weighs 1 - dense_weight), got %',
-            dense_weight USING ERRCODE = '22023';
+            dense_weight USING ERRCODE = '22023', HINT = 'dense_weight is the dense lane''s share of the convex fusion: a number from 0 (the lexical lane alone) to 1 (the dense lane alone); NULL: the scope''s setting, else 0.4.';
     END IF;
     IF past_texts IS NOT NULL AND jsonb_typeof(past_texts) <> 'array' THEN
         RAISE EXCEPTION 'past_texts must be a JSON array of {kind, name, tenant, tsv}, got a JSON %',
@@ -135,11 +135,11 @@ BEGIN
     END IF;
     IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
         RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023', HINT = 'min_similarity is the dense lane''s floor: a cosine from -1 to 1 (NULL: no floor).';
     END IF;
     IF min_lexical_score IS NOT NULL AND NOT (min_lexical_score >= 0 AND min_lexical_score < 'Infinity') THEN
         RAISE EXCEPTION 'min_lexical_score must be a finite BM25 score >= 0, got %', min_lexical_score
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023', HINT = 'min_lexical_score is the lexical lane''s floor: a BM25 score, a finite number >= 0 (NULL: no floor).';
     END IF;
     -- No model_id: the scope's model with the most documents (of the query vector's width), as
     -- dna.recall picks it, so a caller without an embedder searches the rows the scope was indexed with.

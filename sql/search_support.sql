@@ -64,11 +64,13 @@ AS $$
 BEGIN
     IF value IS NULL OR btrim(value) = '' THEN
         RAISE EXCEPTION '% is required (got %)', what, coalesce(quote_literal(value), 'NULL')
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023',
+                  HINT = format('Give %s as a non-blank text of at most %s characters.', what, max_length);
     END IF;
     IF length(value) > max_length THEN
         RAISE EXCEPTION '% is % characters long; the limit is %', what, length(value), max_length
-            USING ERRCODE = '22001';
+            USING ERRCODE = '22001',
+                  HINT = format('Give %s as a text of at most %s characters.', what, max_length);
     END IF;
     RETURN value;
 END
@@ -76,7 +78,8 @@ $$;
 
 COMMENT ON FUNCTION dna.check_key(text, text, integer) IS
 'Returns value when it is a non-blank key of at most max_length characters (default 256). '
-'Errors: 22023 when NULL or blank, 22001 when too long; the message names the argument.';
+'Errors: 22023 when NULL or blank, 22001 when too long; the message names the argument (what) and its '
+'value or length, the hint the limit.';
 
 -- ---------------------------------------------------------------------------------------------
 -- Width routing and the model registry

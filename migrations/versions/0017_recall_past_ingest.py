@@ -35,6 +35,14 @@ dev R@10 0.692 against search's 0.699 under the convex fusion). ``dna.memory_exp
 ecphory terms under ``tie_break``. The ranking functions (the decay rules, ``memory_factors``,
 ``memory_explain``, ``semantic_recall_fusion``) move from ``memory_scoring.sql`` (the reference's
 scoring, goldens) to the new plane file ``memory_ranking.sql``; no signature changes, so no fragments.
+
+hints (issue 15): the refusals of dna.search and dna.recall (k, offset, candidates, min_similarity,
+min_lexical_score, fusion, dense_weight, weights, the 22001 length limits of the query and of keys
+through dna.check_key), of dna.rrf and of the receipts (verb, args, reconsolidate, replay's P0002 and
+digest mismatches) carry a HINT with the valid range or values; the message names the argument and the
+value. dna.take_receipt refuses a value that does not cast to its argument's type by name
+(dna.receipt_arg, new: the cast's own SQLSTATE — 22P02, 22003, 22007 — with ``args.<name>``, the
+function, the type and the value) instead of a bare cast error. No schema change; no answer changes.
 """
 import sys
 from pathlib import Path
@@ -66,8 +74,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ("memory_scoring.sql", "memory_ranking.sql", "memory_verbs.sql", "memory_contradictions.sql",
-                            "consolidate.sql")
+CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "search.sql", "memory_scoring.sql", "memory_ranking.sql",
+                            "memory_verbs.sql", "memory_contradictions.sql", "consolidate.sql", "receipts.sql")
 
 
 def changed_files() -> list[str]:
