@@ -70,7 +70,7 @@ def recall(
         "--min-lexical-score", help="Lexical floor: drop lexical candidates below this BM25 score (>= 0).",
         show_default=False)] = None,
     exact: Annotated[Optional[bool], typer.Option(
-        "--exact/--no-exact", help="--exact scans the dense lane exactly; --no-exact lets HNSW answer; "
+        "--exact/--no-exact", help="--exact scans the dense lane exactly; --no-exact lets the planner use HNSW (--explain says which ran); "
                                    "default: exact when the scope holds at most 2000 rows of the model.",
         show_default=False)] = None,
     scores: Annotated[bool, typer.Option(

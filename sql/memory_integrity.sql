@@ -149,7 +149,13 @@ DECLARE
 BEGIN
     scope := dna.check_scope(scope);
     IF mode IS NULL OR mode NOT IN ('quick', 'full') THEN
-        RAISE EXCEPTION 'mode must be quick or full, got %', coalesce(quote_literal(mode), 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION 'mode must be quick or full, got %', coalesce(quote_literal(mode), 'NULL')
+            USING ERRCODE = '22023',
+                  HINT = 'quick checks presence and counts; full also compares every search row''s BM25 terms with its tsvector.';
+    END IF;
+    -- A scope with no rows is consistent, and most often a typo: say so (as dna.search does).
+    IF NOT dna.scope_exists(scope) THEN
+        RAISE NOTICE 'scope % has no rows; nearest scopes: %', quote_literal(scope), dna.nearest_scopes_text(scope, 3);
     END IF;
     SELECT jsonb_object_agg(c.name, jsonb_build_object('count', coalesce(f.n, 0), 'findings', coalesce(f.items, '[]'::jsonb)))
     INTO report
@@ -157,14 +163,15 @@ BEGIN
     LEFT JOIN (SELECT x.check_name, count(*) AS n,
                       (jsonb_agg(x.finding ORDER BY x.finding::text) FILTER (WHERE true)) AS items
                FROM dna.integrity_findings(scope, mode = 'full') AS x GROUP BY x.check_name) AS f ON f.check_name = c.name;
-    RETURN jsonb_build_object('scope', scope, 'mode', mode,
+    RETURN jsonb_build_object('scope', scope, 'mode', mode, 'scope_exists', dna.scope_exists(scope),
                               'ok', NOT EXISTS (SELECT 1 FROM jsonb_each(report) AS e WHERE (e.value ->> 'count')::bigint > 0),
                               'checks', report);
 END
 $$;
 
 COMMENT ON FUNCTION dna.verify_integrity(text, text) IS
-'Integrity report of a scope (read-only; what the caller''s row-level security shows): {scope, mode, ok, '
+'Integrity report of a scope (read-only; what the caller''s row-level security shows): {scope, mode, '
+'scope_exists (false, with a NOTICE naming the nearest scopes, when no row stands under it: nothing to check), ok, '
 'checks: {lexical, validity, rows, vectors, history: {count, findings[{kind, name, tenant, model_id?, '
 'problem?, ...}]}}}. lexical: search rows missing from the BM25 index (full: or whose BM25 terms differ '
 'from the tsvector) and BM25 documents without a search row; validity: memory search rows whose valid_at '
@@ -189,7 +196,8 @@ BEGIN
     scope := dna.check_scope(scope);
     IF action IS NULL OR action NOT IN ('report', 'rebuild_lexical', 'reembed') THEN
         RAISE EXCEPTION 'action must be report, rebuild_lexical or reembed, got %', coalesce(quote_literal(action), 'NULL')
-            USING ERRCODE = '22023';
+            USING ERRCODE = '22023',
+                  HINT = 'report: dna.verify_integrity(scope, ''full''); rebuild_lexical: the BM25 index and validity mirrors from the rows; reembed: what a model_id lacks.';
     END IF;
     IF action = 'report' THEN
         RETURN dna.verify_integrity(scope, 'full');
@@ -199,7 +207,9 @@ BEGIN
         -- the client embeds exactly that and writes it with dna.index_document (dna reindex --model).
         IF model_id IS NULL OR NOT EXISTS (SELECT 1 FROM dna.dna_models AS m WHERE m.model_id = model_id) THEN
             RAISE EXCEPTION 'reembed needs a registered model_id, got %', coalesce(quote_literal(model_id), 'NULL')
-                USING ERRCODE = '22023';
+                USING ERRCODE = '22023',
+                      HINT = format('Registered model_ids: %s.', coalesce((SELECT string_agg(quote_literal(m.model_id), ', ' ORDER BY m.model_id)
+                                                                            FROM dna.dna_models AS m), 'none'));
         END IF;
         SELECT coalesce(jsonb_agg(jsonb_build_object('kind', i.kind, 'name', i.name, 'tenant', i.tenant,
                                                      'text', dna.memory_text(i.kind, i.spec),

@@ -113,3 +113,27 @@ def test_bad_arguments(sql):
         with pytest.raises(psycopg.Error) as info:
             sql.execute(query)
         assert info.value.sqlstate == "22023"
+        assert info.value.diag.message_hint, query     # each refusal says what is valid
+
+
+def test_bad_arguments_hint_the_valid_values(sql):
+    _seed(sql)
+    cases = {f"SELECT dna.verify_integrity('{S}', 'deep')": "full",
+             f"SELECT dna.reconcile('{S}', 'rewrite')": "rebuild_lexical",
+             f"SELECT dna.reconcile('{S}', 'reembed', 'no-such-model')": FAKE}
+    for query, hint in cases.items():
+        with pytest.raises(psycopg.Error) as info:
+            sql.execute(query)
+        assert info.value.sqlstate == "22023" and hint in info.value.diag.message_hint, query
+
+
+def test_a_scope_with_no_rows_is_named_not_silently_ok(sql):
+    """A typo'd scope is consistent (nothing to check) — the report says it has no rows and a NOTICE
+    names the nearest scopes, as dna.search does."""
+    _seed(sql)
+    notices = []
+    sql.add_notice_handler(lambda d: notices.append(d.message_primary))
+    report = sql.execute("SELECT dna.verify_integrity('teem', 'quick')").fetchone()[0]
+    assert report["scope_exists"] is False and report["ok"] is True
+    assert any("'teem' has no rows" in n and "'team'" in n for n in notices), notices
+    assert verify(sql)["scope_exists"] is True

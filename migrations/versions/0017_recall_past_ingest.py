@@ -42,7 +42,9 @@ through dna.check_key), of dna.rrf and of the receipts (verb, args, reconsolidat
 digest mismatches) carry a HINT with the valid range or values; the message names the argument and the
 value. dna.take_receipt refuses a value that does not cast to its argument's type by name
 (dna.receipt_arg, new: the cast's own SQLSTATE — 22P02, 22003, 22007 — with ``args.<name>``, the
-function, the type and the value) instead of a bare cast error. No schema change; no answer changes.
+function, the type and the value) instead of a bare cast error. No schema change; no answer changes. ``dna.verify_integrity`` / ``dna.reconcile`` (memory_integrity.sql):
+their refusals carry hints (valid modes, actions, the registered model_ids), and a scope with no rows is
+reported as such (``scope_exists: false`` and a NOTICE naming the nearest scopes) instead of a bare ok.
 """
 import sys
 from pathlib import Path
@@ -75,7 +77,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
 CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "search.sql", "memory_scoring.sql", "memory_ranking.sql",
-                            "memory_verbs.sql", "memory_contradictions.sql", "consolidate.sql", "receipts.sql")
+                            "memory_verbs.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
+                            "receipts.sql")
 
 
 def changed_files() -> list[str]:
