@@ -11,10 +11,14 @@ Usage (from the repository root)::
 
     python bench/recall_as_of.py [--dsn DSN] [--memories 10000] [--restated 2000] [--queries 200]
                                  [--out bench/results/recall_as_of.json] [--reuse] [--compare SCHEMA]
+                                 [--keep-old SCHEMA]
 
 ``--reuse`` keeps the database a previous run seeded (T = just before its first restatement);
-``--compare SCHEMA`` also times ``SCHEMA.recall`` (a previous text of dna.recall kept there, e.g. by
-``--keep-old SCHEMA`` before the new plane files were loaded) in the same interleaved loop.
+``--keep-old SCHEMA`` copies the database's current ``dna.recall`` and ``dna.search`` into SCHEMA
+(``SCHEMA.recall`` calling ``SCHEMA.search``) and stops, so that a later ``--reuse --compare SCHEMA``
+(after the new plane files were loaded, e.g. by ``alembic upgrade``) times ``SCHEMA.recall`` in the
+same interleaved loop and checks that every as_of answer is identical to the old one's (the
+mismatches are printed and counted in the JSON).
 """
 from __future__ import annotations
 
@@ -60,6 +64,17 @@ def seed(conn, memories, rng, restated_n):
     return seed_s, between
 
 
+def keep_old(conn, schema: str) -> None:
+    """Copy dna.recall and dna.search as they are now into ``schema`` (recall calling its copy of search)."""
+    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    for fn in ("search", "recall"):
+        for (text,) in conn.execute("SELECT pg_get_functiondef(p.oid) FROM pg_proc AS p "
+                                    "WHERE p.pronamespace = 'dna'::regnamespace AND p.proname = %s", (fn,)).fetchall():
+            head, body = text.split("\n", 1)
+            assert head.startswith(f"CREATE OR REPLACE FUNCTION dna.{fn}("), head
+            head = head.replace(f"FUNCTION dna.{fn}(", f'FUNCTION "{schema}".{fn}(', 1)
+            conn.execute(head + "\n" + body.replace("dna.search(", f'"{schema}".search('))
+
 
 def main(argv: list[str] | None = None) -> int:
     import psycopg
@@ -71,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "recall_as_of.json"))
     ap.add_argument("--reuse", action="store_true", help="time the database a previous run seeded")
-    ap.add_argument("--compare", metavar="SCHEMA", help="also time SCHEMA.recall, interleaved")
+    ap.add_argument("--compare", metavar="SCHEMA", help="also time SCHEMA.recall, interleaved, and compare answers")
+    ap.add_argument("--keep-old", metavar="SCHEMA", help="copy dna.recall and dna.search into SCHEMA, then stop")
     args = ap.parse_args(argv)
     server_dsn = args.dsn
     if not server_dsn:
@@ -80,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         server_dsn = server.start()
     memories = synth_memories(args.memories)
     rng = random.Random(5)
-    if args.reuse:
+    if args.reuse or args.keep_old:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         params = conninfo_to_dict(server_dsn)
@@ -89,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         dsn = fresh_database(server_dsn, "dna_bench_recall_as_of")
     with psycopg.connect(dsn, autocommit=True) as conn:
+        if args.keep_old:
+            keep_old(conn, args.keep_old)
+            print(f"kept dna.recall and dna.search as {args.keep_old}.recall / {args.keep_old}.search")
+            return 0
         if args.reuse:
             seed_s = 0.0
             # every first version was written before every restatement: T just before the first of these
@@ -106,14 +126,31 @@ def main(argv: list[str] | None = None) -> int:
         samples = {w: [] for w in ways}
         past_text_hits = {w: 0 for w in ways}
         first_past = {w: 0 for w in ways}
+        compared, mismatches = 0, []
         for query, _ in queries:
+            answers = {}
             for way, (as_of, embed, schema) in ways.items():
                 t = time.perf_counter()
                 got = conn.execute(f"SELECT {schema}.recall('bench', %s, CASE WHEN %s THEN dna.fake_embed(%s) END, %s, "
                                    "as_of => %s, reconsolidate => false)", (query, embed, query, MODEL, as_of)).fetchone()[0]
                 samples[way].append((time.perf_counter() - t) * 1000)
+                answers[way] = got
                 past_text_hits[way] += sum(1 for h in got["hits"] if h.get("ranked_by") == "past_text")
                 first_past[way] += bool(got["hits"]) and got["hits"][0].get("ranked_by") == "past_text"
+            if args.compare:
+                for lane in ("lexical", "embedded"):
+                    compared += 1
+                    if answers[f"as_of, {lane}"] != answers[f"as_of, {lane} ({args.compare})"]:
+                        # untimed: is it only the dense lane's path? The old text read the partition
+                        # exactly (a bitmap scan) where the exact rule says HNSW; with bitmap scans off
+                        # it takes HNSW too
+                        with conn.transaction():
+                            conn.execute("SET LOCAL enable_bitmapscan = off")
+                            hnsw = conn.execute(f"SELECT {args.compare}.recall('bench', %s, CASE WHEN %s THEN dna.fake_embed(%s) END, "
+                                                "%s, as_of => %s, reconsolidate => false)",
+                                                (query, lane == "embedded", query, MODEL, between)).fetchone()[0]
+                        mismatches.append({"query": query, "lane": lane,
+                                           "same_with_old_on_hnsw": hnsw == answers[f"as_of, {lane}"]})
     load = os.getloadavg()
     results = {w: summarize(v) for w, v in samples.items()}
     print(f"dna.recall at {args.memories:,} memories, {args.restated:,} restated after as_of (k=5; target as_of p95 <= {TARGET_P95_MS:g} ms)")
@@ -124,11 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         r.update(p95_over_now=round(ratio, 2), past_text_hits=past_text_hits[w], past_text_first=first_past[w])
         print(f"{w:<26}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}{r['p99_ms']:>10.2f}{r['mean_ms']:>10.2f}"
               f"{ratio:>8.2f}x{past_text_hits[w]:>10}{first_past[w]:>8}")
+    if args.compare:
+        hnsw_only = sum(m["same_with_old_on_hnsw"] for m in mismatches)
+        print(f"as_of answers identical to {args.compare}.recall's: {compared - len(mismatches)}/{compared}; "
+              f"of the {len(mismatches)} others, {hnsw_only} identical once the old text's dense lane takes HNSW "
+              "(enable_bitmapscan off)"
+              + "".join(f"\n  differs: {m['lane']} {m['query']!r}" for m in mismatches if not m["same_with_old_on_hnsw"]))
     print(f"seeded in {seed_s:.1f} s; "
           f"load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in load)} on {os.cpu_count()} CPUs")
     payload = {"benchmark": "recall_as_of", "memories": args.memories, "restated": args.restated,
                "queries": args.queries, "target_p95_ms": TARGET_P95_MS, "results": results,
                "past_text_hits": past_text_hits, "loadavg": load, "seed_s": round(seed_s, 1),
+               "compared": compared, "mismatches": mismatches,
                "meets_target": max(results["as_of, lexical"]["p95_ms"], results["as_of, embedded"]["p95_ms"]) <= TARGET_P95_MS}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(payload, indent=2))

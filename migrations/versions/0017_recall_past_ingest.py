@@ -19,6 +19,16 @@ changes are SQL fragments in ``versions/0017_recall_past_ingest/``, one set per 
 What changed
 ------------
 (each topic appends its paragraph here)
+
+asof (issue 13 item 4, an ``as_of`` recall at p95 <= 100 ms at 10,000 memories): the as_of machinery
+of ``dna.recall`` moves into the new plane file ``memory_as_of.sql``: ``dna.as_of_past_texts`` (the
+memories whose text believed at as_of is not today's, with the past tsvector only when it matches
+the query) and ``dna.as_of_report`` (as_of, as_of_truncated, as_of_past_text, as_of_redacted).
+``dna.search`` gains ``past dna.past_text[]`` (the typed form of ``past_texts``, what ``dna.recall``
+passes: no JSON built and parsed per read; new composite type ``dna.past_text``, so the old
+signature is dropped first), scores only the past texts the lane can rank, cuts its lexical lane at
+the depth plus at most as many more rows (a second run only when the records leaving it would starve
+it), and keeps its dense lane on HNSW (bitmap scans off with past texts). Same answers.
 """
 import sys
 from pathlib import Path
@@ -36,7 +46,7 @@ depends_on = None
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
          "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql",
-         "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql",
+         "memory_as_of.sql", "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql",
          "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
@@ -44,12 +54,12 @@ _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", 
 # Where the text released before this revision is frozen, for every plane file.
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history" for name in ORDER}
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ()
+NEW: tuple[str, ...] = ("memory_as_of.sql",)
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("search.sql", "memory_as_of.sql", "memory_verbs.sql")
 
 
 def changed_files() -> list[str]:
