@@ -201,16 +201,18 @@ BEGIN
                       FROM jsonb_to_recordset(past_texts) AS p(kind text, name text, tenant text, tsv tsvector));
     END IF;
     IF cardinality(past) > 0 THEN
-        past_keys := ARRAY(SELECT p.name || chr(31) || p.kind || chr(31) || p.tenant FROM unnest(past) AS p
-                           WHERE p.name IS NOT NULL AND p.kind IS NOT NULL AND p.tenant IS NOT NULL);
+        -- one pass: the keys, and the past texts the lane can rank (a tsv, of a Kind asked for, under
+        -- name_prefix), the only ones scored
+        SELECT coalesce(array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant)
+                            FILTER (WHERE p.name IS NOT NULL AND p.kind IS NOT NULL AND p.tenant IS NOT NULL), '{}'),
+               coalesce(array_agg(p) FILTER (WHERE p.tsv IS NOT NULL AND (kinds IS NULL OR p.kind = ANY (kinds))
+                                                AND (name_prefix IS NULL OR starts_with(p.name, name_prefix))), '{}')
+        INTO past_keys, past_hits
+        FROM unnest(past) AS p;
         IF cardinality(past_keys) <> cardinality(past) THEN
             RAISE EXCEPTION '%: every element needs kind, name and tenant (strings)',
                 CASE WHEN past_texts IS NOT NULL THEN 'past_texts' ELSE 'past' END USING ERRCODE = '22023';
         END IF;
-        -- only a past text the lane can rank is scored: a tsv, of a Kind asked for, under name_prefix
-        past_hits := ARRAY(SELECT p FROM unnest(past) AS p
-                           WHERE p.tsv IS NOT NULL AND (kinds IS NULL OR p.kind = ANY (kinds))
-                             AND (name_prefix IS NULL OR starts_with(p.name, name_prefix)));
     END IF;
     -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
     -- the lexical lane computes the statistics itself.
