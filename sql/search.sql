@@ -396,8 +396,25 @@ BEGIN
              LIMIT $13';
     END IF;
 
+    -- The exact rule decides the dense lane's path, not the planner: when HNSW answers (not exact),
+    -- the statement runs without sequential scans (restored after it), else a filter the planner
+    -- estimates unselective (valid_time NULL, as dna.recall's as_of passes) turned the lane into an
+    -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
+    -- texts the records leaving the lane are one more filter, and the planner read the partition
+    -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
+    -- 10,000 memories with 2,000 restated): bitmap scans are off too then.
+    IF NOT degraded AND NOT dense_exact THEN
+        seqscan := current_setting('enable_seqscan');
+        PERFORM set_config('enable_seqscan', 'off', true);
+        IF past_keys IS NOT NULL THEN
+            bitmapscan := current_setting('enable_bitmapscan');
+            PERFORM set_config('enable_bitmapscan', 'off', true);
+        END IF;
+    END IF;
+
     -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
-    -- completed in the statement by the candidate counts; the dense lane's path is read from its plan.
+    -- completed in the statement by the candidate counts; the dense lane's path is read from its plan,
+    -- under the settings above (those the statement runs with).
     IF explain THEN
         IF NOT degraded THEN
             EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
@@ -445,21 +462,6 @@ BEGIN
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
-    -- The exact rule decides the dense lane's path, not the planner: when HNSW answers (not exact),
-    -- the statement runs without sequential scans (restored after it), else a filter the planner
-    -- estimates unselective (valid_time NULL, as dna.recall's as_of passes) turned the lane into an
-    -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
-    -- texts the records leaving the lane are one more filter, and the planner read the partition
-    -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
-    -- 10,000 memories with 2,000 restated): bitmap scans are off too then.
-    IF NOT degraded AND NOT dense_exact THEN
-        seqscan := current_setting('enable_seqscan');
-        PERFORM set_config('enable_seqscan', 'off', true);
-        IF past_keys IS NOT NULL THEN
-            bitmapscan := current_setting('enable_bitmapscan');
-            PERFORM set_config('enable_bitmapscan', 'off', true);
-        END IF;
-    END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),
