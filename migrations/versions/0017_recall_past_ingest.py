@@ -28,7 +28,11 @@ the query) and ``dna.as_of_report`` (as_of, as_of_truncated, as_of_past_text, as
 passes: no JSON built and parsed per read; new composite type ``dna.past_text``, so the old
 signature is dropped first), scores only the past texts the lane can rank, cuts its lexical lane at
 the depth plus at most as many more rows (a second run only when the records leaving it would starve
-it), and keeps its dense lane on HNSW (bitmap scans off with past texts). Same answers.
+it), and keeps its dense lane on HNSW where the exact rule says so (bitmap scans off with past texts; its
+receipt reads the plan under those settings). Same answers, but for the dense lane of an as_of recall
+above ``dna.exact_scan_rows()`` rows (HNSW, where the planner had read the partition exactly) and
+``as_of_past_text`` sorted bytewise (as ``as_of_truncated``). New index ``dna_versions_scope_id_version``
+(scope, id, version): the version believed at as_of, one probe per memory restated since.
 """
 import sys
 from pathlib import Path
