@@ -250,11 +250,8 @@ DECLARE
     done jsonb := '[]'::jsonb;
     failed jsonb := '[]'::jsonb;
     result jsonb;
-    cfg regconfig;
-    past_keys text[] := '{}';
-    past_names jsonb := '[]'::jsonb;
-    past_arg jsonb;
-    lq tsquery;
+    past_rows dna.past_text[];                       -- as_of: the memories restated since (dna.as_of_past_texts)
+    past_keys text[] := '{}';                        -- their keys: name, kind, tenant joined by chr(31)
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -291,49 +288,12 @@ BEGIN
 
     IF as_of IS NOT NULL THEN
         -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
-        -- today's (a version was recorded after as_of) are ranked by their text then, not by their
-        -- search rows (which hold today's): dna.search(past_texts => …) leaves those rows out of both
+        -- today's (dna.as_of_past_texts, sql/memory_as_of.sql) are ranked by their text then, not by
+        -- their search rows (which hold today's): dna.search(past => …) leaves those rows out of both
         -- lanes and ranks the past tsvector in the lexical lane (BM25 with the lane's own idf and
         -- avg_len), fused with every other candidate (no dense lane: the vector embeds today's text).
-        cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
-        lq := CASE WHEN NOT blank THEN dna.lexical_query(query, cfg) END;
-        -- The history keeps each version's text digest and tsvector (dna.versions_append_only), so the
-        -- lane reads them instead of recomputing the texts. A record's versions are numbered without
-        -- gaps and stamped in the order they were written (only the oldest are ever removed), so the
-        -- version believed at as_of is the one just before its first version recorded after as_of, and
-        -- its latest version (a copy of the record as it is now) is the last of those: "not today's
-        -- text" compares their digests; the stored tsvector is recomputed only under another ts_config
-        -- than the scope's.
-        WITH moved AS (
-            SELECT v.kind, v.api_version, v.name, v.tenant, min(v.version) AS first_after,
-                   -- the latest version's digest, in one hashed pass: max of (version, digest) as text
-                   substr(max(lpad(v.version::text, 10, '0') || coalesce(v.text_digest, '') COLLATE "C"), 11) AS cur_digest
-            FROM dna.dna_versions AS v
-            WHERE v.scope = scope AND v.created_at > as_of AND v.kind = ANY (kinds) AND v.tenant IN (tenant, '')
-            GROUP BY v.kind, v.api_version, v.name, v.tenant
-        ), past AS MATERIALIZED (
-            SELECT m.kind, m.name, m.tenant, b.hit, b.tsv
-            FROM moved AS m
-            JOIN LATERAL (SELECT x.*, lq IS NOT NULL AND x.tsv @@ lq AS hit
-                          FROM (SELECT v.text_digest,
-                                       CASE WHEN v.ts_config = cfg THEN v.text_tsv
-                                            ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
-                                FROM dna.dna_versions AS v
-                                WHERE v.scope = scope AND v.kind = m.kind AND v.api_version = m.api_version
-                                  AND v.name = m.name AND v.tenant = m.tenant AND v.version = m.first_after - 1
-                                  AND v.created_at <= as_of) AS x) AS b ON true
-            WHERE b.text_digest IS DISTINCT FROM m.cur_digest
-              AND EXISTS (SELECT 1 FROM dna.dna_instances AS i
-                          WHERE i.scope = scope AND i.kind = m.kind AND i.api_version = m.api_version
-                            AND i.name = m.name AND i.tenant = m.tenant)
-        )
-        SELECT coalesce(array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant), '{}'),
-               (SELECT coalesce(jsonb_agg(to_jsonb(d.name) ORDER BY d.name), '[]'::jsonb)
-                FROM (SELECT DISTINCT p2.name FROM past AS p2) AS d),
-               jsonb_agg(jsonb_build_object('kind', p.kind, 'name', p.name, 'tenant', p.tenant,
-                                            'tsv', CASE WHEN p.hit THEN p.tsv::text END))
-        INTO past_keys, past_names, past_arg
-        FROM past AS p;
+        past_rows := ARRAY(SELECT p FROM dna.as_of_past_texts(scope, as_of, query, kinds, tenant) AS p);
+        past_keys := ARRAY(SELECT p.name || chr(31) || p.kind || chr(31) || p.tenant FROM unnest(past_rows) AS p);
     END IF;
 
     -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), then the
@@ -349,7 +309,7 @@ BEGIN
                         -- validity from the versions believed then, below
                         valid_time => CASE WHEN as_of IS NULL THEN world END,
                         -- as_of: the memories restated since, ranked by their past text (above)
-                        past_texts => past_arg) AS x
+                        past => past_rows) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
@@ -485,13 +445,8 @@ BEGIN
                 NULL)))));
     END IF;
     IF as_of IS NOT NULL THEN
-        -- Erased memories (dna.redact) that existed at as_of cannot be ranked: their text is gone.
-        result := result || jsonb_build_object('as_of', dna.iso8601(as_of), 'as_of_truncated', truncated,
-            'as_of_past_text', past_names,
-            'as_of_redacted', (SELECT coalesce(jsonb_agg(to_jsonb(i.name) ORDER BY i.name COLLATE "C"), '[]'::jsonb)
-                               FROM dna.dna_instances AS i
-                               WHERE i.scope = scope AND i.kind = ANY (kinds) AND dna.is_redacted(i.spec)
-                                 AND i.tenant IN (tenant, '') AND i.created_at <= as_of));
+        -- as_of, as_of_truncated, as_of_past_text, as_of_redacted (sql/memory_as_of.sql)
+        result := result || dna.as_of_report(scope, as_of, kinds, tenant, truncated, past_rows);
     END IF;
     RETURN result;
 END
@@ -535,9 +490,11 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
 'its search row, which holds today''s): the past text against the query''s lexemes (the scope''s '
 'regconfig), BM25 in dna.search''s lexical lane and fused there, no dense lane (its vector embeds today''s text), the hit '
-'marked ranked_by = past_text (title and snippet from that text); as_of_past_text names every such memory. '
-'The history''s text_digest and text_tsv (dna_versions, set by dna.versions_append_only; recomputed under another '
-'ts_config) are read, and dna.search(past_texts => ...) ranks them: those memories leave both lanes (their search '
+'marked ranked_by = past_text (title and snippet from that text); as_of_past_text names every such memory '
+'(sorted bytewise, as as_of_truncated and as_of_redacted; dna.as_of_report). dna.as_of_past_texts finds them '
+'(sql/memory_as_of.sql: the history''s text_digest and text_tsv, dna_versions, set by dna.versions_append_only; '
+'recomputed under another ts_config; one index probe per memory restated since as_of), and dna.search(past => '
+'dna.past_text[]) ranks them: those memories leave both lanes (their search '
 'rows hold today''s text) and their past tsvector is BM25-scored in the lexical lane with the lane''s own idf and '
 'avg_len, then fused with every other candidate (the default convex fusion, or the scope''s), so a past text '
 'scores on the same scale as today''s texts. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '

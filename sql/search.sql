@@ -70,7 +70,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
     min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
     fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false,
-    past_texts jsonb DEFAULT NULL)
+    past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 AS $$
@@ -95,11 +95,21 @@ DECLARE
     plan text;
     answer jsonb;
     past_keys text[];                                    -- past_texts' keys: name, kind, tenant joined by chr(31)
-    past_lane jsonb;                                     -- the lexical lane's idf and avg_len (its report)
-    lane_ids bigint[] := '{}';                          -- with past_texts: the lexical lane's rows
+    past_hits dna.past_text[];                           -- the past texts to rank (a tsv, of the Kinds and name_prefix asked)
+    past_lane jsonb;                                     -- the lexical lane's report
+    past_idf float8[];                                   -- the lane's idf per term (terms' order)
+    past_avg_len float8;                                 -- the lane's average document length
+    lane_cut integer;                                    -- with past texts: the lane's cut before the records leave
+    lane_extra integer;                                  -- the rows it fetches beyond that cut
+    lane_ids bigint[] := '{}';                          -- with past texts: the lexical lane's rows,
+    lane_kinds text[] := '{}';                          -- those kept (in force, not leaving), by key
+    lane_names text[] := '{}';
+    lane_tenants text[] := '{}';
+    lane_passages integer[] := '{}';
     lane_scores float8[] := '{}';
     lane_exact boolean[] := '{}';
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
+    bitmapscan text;                                     -- enable_bitmapscan before it (with past texts)
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
@@ -132,6 +142,10 @@ BEGIN
     IF past_texts IS NOT NULL AND jsonb_typeof(past_texts) <> 'array' THEN
         RAISE EXCEPTION 'past_texts must be a JSON array of {kind, name, tenant, tsv}, got a JSON %',
             jsonb_typeof(past_texts) USING ERRCODE = '22023';
+    END IF;
+    IF past_texts IS NOT NULL AND past IS NOT NULL THEN
+        RAISE EXCEPTION 'past_texts and past are one list in two forms: give one of them' USING ERRCODE = '22023',
+            HINT = 'past_texts is the JSON form (an array of {kind, name, tenant, tsv}), past the typed one (dna.past_text[]).';
     END IF;
     IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
         RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
@@ -179,14 +193,25 @@ BEGIN
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
-    -- past_texts (dna.recall as_of): these records leave both lanes, and the lexical lane ranks the
-    -- given tsvector in their place, scored with the lane's own idf and avg_len (its report).
-    IF past_texts IS NOT NULL AND jsonb_array_length(past_texts) > 0 THEN
-        past_keys := ARRAY(SELECT p.name || chr(31) || p.kind || chr(31) || p.tenant
-                           FROM jsonb_to_recordset(past_texts) AS p(kind text, name text, tenant text)
-                           WHERE p.name IS NOT NULL AND p.kind IS NOT NULL AND p.tenant IS NOT NULL);
-        IF cardinality(past_keys) <> jsonb_array_length(past_texts) THEN
-            RAISE EXCEPTION 'past_texts: every element needs kind, name and tenant (strings)' USING ERRCODE = '22023';
+    -- past_texts / past (dna.recall as_of passes past): these records leave both lanes, and the
+    -- lexical lane ranks the given tsvector in their place, scored with the lane's own idf and
+    -- avg_len (its report). The JSON form is read once, into the typed one.
+    IF past_texts IS NOT NULL THEN
+        past := ARRAY(SELECT ROW(p.kind, p.name, p.tenant, p.tsv)::dna.past_text
+                      FROM jsonb_to_recordset(past_texts) AS p(kind text, name text, tenant text, tsv tsvector));
+    END IF;
+    IF cardinality(past) > 0 THEN
+        -- one pass: the keys, and the past texts the lane can rank (a tsv, of a Kind asked for, under
+        -- name_prefix), the only ones scored
+        SELECT coalesce(array_agg(p.name || chr(31) || p.kind || chr(31) || p.tenant)
+                            FILTER (WHERE p.name IS NOT NULL AND p.kind IS NOT NULL AND p.tenant IS NOT NULL), '{}'),
+               coalesce(array_agg(p) FILTER (WHERE p.tsv IS NOT NULL AND (kinds IS NULL OR p.kind = ANY (kinds))
+                                                AND (name_prefix IS NULL OR starts_with(p.name, name_prefix))), '{}')
+        INTO past_keys, past_hits
+        FROM unnest(past) AS p;
+        IF cardinality(past_keys) <> cardinality(past) THEN
+            RAISE EXCEPTION '%: every element needs kind, name and tenant (strings)',
+                CASE WHEN past_texts IS NOT NULL THEN 'past_texts' ELSE 'past' END USING ERRCODE = '22023';
         END IF;
     END IF;
     -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
@@ -222,29 +247,55 @@ BEGIN
     END IF;
 
     IF past_keys IS NOT NULL AND cardinality(terms) > 0 THEN
-        PERFORM set_config('dna.bm25_explain', '{}', true);
-        -- the lexical lane, run once here (its rows feed the statement below): as many more
-        -- rows as records leave it, and its report (idf, avg_len) scores the past texts
-        SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
-        INTO lane_ids, lane_scores, lane_exact
-        FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b,
-                           CASE WHEN name_prefix IS NULL THEN lexical_depth + retired + cardinality(past_keys) END,
-                           kinds, NULL, false, true) AS c;
+        -- The lexical lane, run here, its report (idf, avg_len) scoring the past texts, and its rows
+        -- kept for the statement below: those in force at valid_time, under name_prefix, not of a record
+        -- that leaves (each finds its document by one probe, a LATERAL the planner keeps: it knows how
+        -- many rows the lane gave and would rather hash the whole partition, 15 ms at 10,000 memories
+        -- for ~240 rows). The lane cuts its scores at the depth plus the documents out of force
+        -- (lane_cut, ties included) and as many more rows as can leave with the records: first as many
+        -- more as lane_cut (or as the records, if fewer); only when fewer than the depth are kept and
+        -- the lane had more to give, it runs again with as many more as the records. Both give the
+        -- statement the same first depth rows (every row above the cut is there, and depth of them are
+        -- kept), so the answer is the one a single run with the records' count more gives (measured on
+        -- bench/recall_as_of.py: 1,347 rows joined to their documents instead of ~240).
+        lane_cut := CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END;
+        lane_extra := least(cardinality(past_keys), lane_cut);
+        LOOP
+            PERFORM set_config('dna.bm25_explain', '{}', true);
+            SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
+            INTO lane_ids, lane_scores, lane_exact
+            FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b, lane_cut + lane_extra,
+                               kinds, NULL, false, true) AS c;
+            EXECUTE format('SELECT coalesce(array_agg(d.kind), ''{}''), coalesce(array_agg(d.name), ''{}''),
+                                   coalesce(array_agg(d.tenant), ''{}''), coalesce(array_agg(d.passage), ''{}''),
+                                   coalesce(array_agg(dna.score_round(c.score)), ''{}''), coalesce(array_agg(c.exact), ''{}'')
+                            FROM unnest($1::bigint[], $2::float8[], $3::boolean[]) AS c(doc_id, score, exact)
+                            CROSS JOIN LATERAL (SELECT d.kind, d.name, d.tenant, d.passage, d.valid_at FROM %s AS d
+                                                WHERE d.scope = $4 AND d.doc_id = c.doc_id LIMIT 1) AS d
+                            WHERE ($5::text IS NULL OR starts_with(d.name, $5))
+                              AND ($6::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $6)
+                              AND (d.name || chr(31) || d.kind || chr(31) || d.tenant) NOT IN (SELECT unnest($7::text[]))', tbl)
+                INTO lane_kinds, lane_names, lane_tenants, lane_passages, lane_scores, lane_exact
+                USING lane_ids, lane_scores, lane_exact, scope, name_prefix, valid_time, past_keys;
+            EXIT WHEN lane_cut IS NULL OR lane_extra >= cardinality(past_keys)
+                   OR cardinality(lane_ids) < lane_cut + lane_extra OR cardinality(lane_kinds) >= lexical_depth;
+            lane_extra := cardinality(past_keys);
+        END LOOP;
         past_lane := coalesce(nullif(current_setting('dna.bm25_explain'), '')::jsonb, '{}');
         IF past_lane ->> 'n_docs' IS NULL THEN              -- no query term in the partition today
             past_lane := (SELECT jsonb_build_object('n_docs', st.n_docs, 'avg_len', st.avg_len)
                           FROM dna.bm25_stats(scope, model_id, tenant) AS st);
         END IF;
-        -- idf per query term: the lane's; a term no document of the partition holds today has
-        -- df 1 (the past text itself): ln(1 + (N - 0.5) / 1.5)
-        past_lane := jsonb_build_object(
-            'avg_len', coalesce((past_lane ->> 'avg_len')::float8, 1),
-            'idf', (SELECT jsonb_object_agg(t.lexeme, coalesce(l.w, ln(1 + ((past_lane ->> 'n_docs')::float8 - 0.5) / 1.5)))
-                    FROM unnest(terms) AS t(lexeme)
-                    LEFT JOIN (SELECT x.lexeme, y.w::float8 AS w
-                               FROM jsonb_array_elements_text(coalesce(past_lane -> 'terms', '[]')) WITH ORDINALITY AS x(lexeme, i)
-                               JOIN jsonb_array_elements_text(coalesce(past_lane -> 'idf', '[]')) WITH ORDINALITY AS y(w, i)
-                                 ON y.i = x.i) AS l ON l.lexeme = t.lexeme));
+        -- idf per query term (in terms' order): the lane's; a term no document of the partition holds
+        -- today has df 1 (the past text itself): ln(1 + (N - 0.5) / 1.5)
+        past_avg_len := coalesce((past_lane ->> 'avg_len')::float8, 1);
+        past_idf := ARRAY(SELECT coalesce(l.w, ln(1 + ((past_lane ->> 'n_docs')::float8 - 0.5) / 1.5))
+                          FROM unnest(terms) WITH ORDINALITY AS t(lexeme, i)
+                          LEFT JOIN (SELECT x.lexeme, y.w::float8 AS w
+                                     FROM jsonb_array_elements_text(coalesce(past_lane -> 'terms', '[]')) WITH ORDINALITY AS x(lexeme, i)
+                                     JOIN jsonb_array_elements_text(coalesce(past_lane -> 'idf', '[]')) WITH ORDINALITY AS y(w, i)
+                                       ON y.i = x.i) AS l ON l.lexeme = t.lexeme
+                          ORDER BY t.i);
     END IF;
 
     -- Filters, applied inside each lane so that neither starves the fused list.
@@ -318,37 +369,52 @@ BEGIN
          ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
          LIMIT $13';
     IF past_keys IS NOT NULL THEN
-        -- past_texts: the lane's rows (run above, cut that many later) of those records leave, and
-        -- their given tsvectors join, BM25 scored as the lane scores (the lane's idf per term $30,
-        -- avg_len, k1, b; rounded to 1e-9 and 12 significant digits), at passage 0; then one ranking.
+        -- past texts: the lane's rows (run above, cut later) of those records leave, and their given
+        -- tsvectors ($32, the ones the lane can rank) join, BM25 scored as the lane scores (the lane's
+        -- idf per term $30 in the order of terms $8, avg_len $36, k1, b; rounded to 1e-9 and 12
+        -- significant digits), at passage 0; then one ranking. The lane's rows are those kept above
+        -- ($37..$40 their keys, $34 their rounded scores, $35 certificates). A past text's length (as
+        -- dna.bm25_doc_length: its positions, a lexeme without counts 1) is summed in the pass that
+        -- reads its lexemes (a call of that function per text cost 5 ms at 360 texts).
         lexical_sql :=
             'SELECT u.kind, u.name, u.tenant, u.passage, u.lexical_score, u.exact,
                     row_number() OVER (ORDER BY u.lexical_score DESC, u.kind, u.name, u.tenant, u.passage)::integer AS rnk
-             FROM (SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact
-                   FROM (SELECT c.doc_id, dna.score_round(c.score) AS score, c.exact
-                         FROM unnest($33::bigint[], $34::float8[], $35::boolean[]) AS c(doc_id, score, exact)) AS c
-                   JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-                   WHERE ($7::text IS NULL OR starts_with(d.name, $7))
-                     AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
-                     AND (d.name || chr(31) || d.kind || chr(31) || d.tenant) NOT IN (SELECT unnest($29::text[]))
+             FROM (SELECT d.kind, d.name, d.tenant, d.passage, d.score AS lexical_score, d.exact
+                   FROM unnest($37::text[], $38::text[], $39::text[], $40::integer[], $34::float8[], $35::boolean[])
+                        AS d(kind, name, tenant, passage, score, exact)
                    UNION ALL
                    SELECT p.kind, p.name, p.tenant, 0, dna.score_round(round(sum(q.w * u.tf * ($14 + 1)
-                              / (u.tf + $14 * (1 - $15 + $15 * l.len / ($30 ->> ''avg_len'')::float8))) * 1e9) / 1e9), true
-                   FROM jsonb_to_recordset($32) AS p(kind text, name text, tenant text, tsv tsvector)
-                   CROSS JOIN LATERAL (SELECT dna.bm25_doc_length(p.tsv)::float8 AS len) AS l
-                   CROSS JOIN LATERAL (SELECT x.lexeme, coalesce(cardinality(x.positions), 1)::float8 AS tf
+                              / (u.tf + $14 * (1 - $15 + $15 * u.len / $36))) * 1e9) / 1e9), true
+                   FROM unnest($32::dna.past_text[]) AS p
+                   CROSS JOIN LATERAL (SELECT x.lexeme, coalesce(cardinality(x.positions), 1)::float8 AS tf,
+                                              sum(coalesce(cardinality(x.positions), 1)) OVER ()::integer::float8 AS len
                                        FROM unnest(p.tsv) AS x) AS u
-                   CROSS JOIN LATERAL (SELECT ($30 -> ''idf'' ->> u.lexeme)::float8 AS w) AS q
-                   WHERE q.w IS NOT NULL AND
-                     p.tsv IS NOT NULL AND ($5::text[] IS NULL OR p.kind = ANY ($5))
-                     AND ($7::text IS NULL OR starts_with(p.name, $7))
+                   CROSS JOIN LATERAL (SELECT ($30::float8[])[array_position($8, u.lexeme)] AS w) AS q
+                   WHERE q.w IS NOT NULL
                    GROUP BY p.kind, p.name, p.tenant) AS u
              ORDER BY u.lexical_score DESC, u.kind, u.name, u.tenant, u.passage
              LIMIT $13';
     END IF;
 
+    -- The exact rule decides the dense lane's path, not the planner: when HNSW answers (not exact),
+    -- the statement runs without sequential scans (restored after it), else a filter the planner
+    -- estimates unselective (valid_time NULL, as dna.recall's as_of passes) turned the lane into an
+    -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
+    -- texts the records leaving the lane are one more filter, and the planner read the partition
+    -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
+    -- 10,000 memories with 2,000 restated): bitmap scans are off too then.
+    IF NOT degraded AND NOT dense_exact THEN
+        seqscan := current_setting('enable_seqscan');
+        PERFORM set_config('enable_seqscan', 'off', true);
+        IF past_keys IS NOT NULL THEN
+            bitmapscan := current_setting('enable_bitmapscan');
+            PERFORM set_config('enable_bitmapscan', 'off', true);
+        END IF;
+    END IF;
+
     -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
-    -- completed in the statement by the candidate counts; the dense lane's path is read from its plan.
+    -- completed in the statement by the candidate counts; the dense lane's path is read from its plan,
+    -- under the settings above (those the statement runs with).
     IF explain THEN
         IF NOT degraded THEN
             EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
@@ -396,14 +462,6 @@ BEGIN
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
-    -- The exact rule decides the dense lane's path, not the planner: when HNSW answers (not exact),
-    -- the statement runs without sequential scans (restored after it), else a filter the planner
-    -- estimates unselective (valid_time NULL, as dna.recall's as_of passes) turned the lane into an
-    -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md).
-    IF NOT degraded AND NOT dense_exact THEN
-        seqscan := current_setting('enable_seqscan');
-        PERFORM set_config('enable_seqscan', 'off', true);
-    END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),
@@ -475,11 +533,14 @@ BEGIN
               CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
               dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts,
-              lane_ids, lane_scores, lane_exact;
+              coalesce(explain, false), answer, past_keys, past_idf, coalesce(cardinality(past_keys), 0), past_hits,
+              lane_ids, lane_scores, lane_exact, past_avg_len, lane_kinds, lane_names, lane_tenants, lane_passages;
     GET DIAGNOSTICS returned = ROW_COUNT;
     IF seqscan IS NOT NULL THEN
         PERFORM set_config('enable_seqscan', seqscan, true);
+    END IF;
+    IF bitmapscan IS NOT NULL THEN
+        PERFORM set_config('enable_bitmapscan', bitmapscan, true);
     END IF;
     -- A Kind filter naming only Kinds with no documents here is most often a typo: say which, and
     -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
@@ -513,8 +574,8 @@ BEGIN
                   CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
                   dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
-              coalesce(explain, false), answer, past_keys, past_lane, coalesce(cardinality(past_keys), 0), past_texts,
-              lane_ids, lane_scores, lane_exact;
+              coalesce(explain, false), answer, past_keys, past_idf, coalesce(cardinality(past_keys), 0), past_hits,
+              lane_ids, lane_scores, lane_exact, past_avg_len, lane_kinds, lane_names, lane_tenants, lane_passages;
         RAISE NOTICE 'no hit above the relevance floors: min_similarity % removed % dense candidates, '
                      'min_lexical_score % removed % lexical candidates',
             coalesce(min_similarity::text, 'NULL'), coalesce(removed_dense, 0),
@@ -524,7 +585,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[]) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -569,8 +630,11 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
 'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there '
 '(checked only when the answer is empty), an answer the relevance floors emptied. past_texts (jsonb array of {kind, name, '
-'tenant, tsv}; default NULL; dna.recall as_of passes the texts believed then): the rows of each (kind, name, tenant) leave '
-'both lanes, and its tsv (a tsvector''s text form; null: nothing to rank) joins the lexical lane at passage 0, scored '
+'tenant, tsv}; default NULL) or past (the same list typed, dna.past_text[]; default NULL; dna.recall as_of passes the '
+'texts believed then, dna.as_of_past_texts): the rows of each (kind, name, tenant) leave '
+'both lanes, and its tsv (a tsvector, in past_texts its text form; null: nothing to rank) joins the lexical lane at passage 0, scored '
 'BM25 with the lane''s idf per term, avg_len, k1 and b (N and df are the partition''s today; a term no document '
 'holds today counts df 1, the past text itself), fused like every other '
-'candidate; not a JSON array, or an element without kind, name and tenant: 22023.';
+'candidate; the lexical lane fetches at most its cut plus as many rows more (twice its cut when that is fewer, then '
+'again with all of them only if fewer than its depth were left), which gives the answer of one run with all of them '
+'more whenever the lane is exact; not a JSON array, an element without kind, name and tenant, or both forms given: 22023.';

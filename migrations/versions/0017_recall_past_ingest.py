@@ -45,6 +45,20 @@ value. dna.take_receipt refuses a value that does not cast to its argument's typ
 function, the type and the value) instead of a bare cast error. No schema change; no answer changes. ``dna.verify_integrity`` / ``dna.reconcile`` (memory_integrity.sql):
 their refusals carry hints (valid modes, actions, the registered model_ids), and a scope with no rows is
 reported as such (``scope_exists: false`` and a NOTICE naming the nearest scopes) instead of a bare ok.
+
+asof (issue 13 item 4, an ``as_of`` recall at p95 <= 100 ms at 10,000 memories): the as_of machinery
+of ``dna.recall`` moves into the new plane file ``memory_as_of.sql``: ``dna.as_of_past_texts`` (the
+memories whose text believed at as_of is not today's, with the past tsvector only when it matches
+the query) and ``dna.as_of_report`` (as_of, as_of_truncated, as_of_past_text, as_of_redacted).
+``dna.search`` gains ``past dna.past_text[]`` (the typed form of ``past_texts``, what ``dna.recall``
+passes: no JSON built and parsed per read; new composite type ``dna.past_text``, so the old
+signature is dropped first), scores only the past texts the lane can rank, cuts its lexical lane at
+the depth plus at most as many more rows (a second run only when the records leaving it would starve
+it), and keeps its dense lane on HNSW where the exact rule says so (bitmap scans off with past texts; its
+receipt reads the plan under those settings). Same answers, but for the dense lane of an as_of recall
+above ``dna.exact_scan_rows()`` rows (HNSW, where the planner had read the partition exactly) and
+``as_of_past_text`` sorted bytewise (as ``as_of_truncated``). New index ``dna_versions_scope_id_version``
+(scope, id, version): the version believed at as_of, one probe per memory restated since.
 """
 import sys
 from pathlib import Path
@@ -62,14 +76,14 @@ depends_on = None
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
          "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_ranking.sql", "memory_kinds.sql",
-         "memory_write.sql", "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql",
+         "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql",
          "memory_contradictions.sql", "consolidate.sql", "receipts.sql", "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
             "receipts.sql", "tenancy.sql")
-# Where the text released before this revision is frozen, for every plane file.
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_contradictions.sql")
+NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_as_of.sql", "memory_contradictions.sql")
+# Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history"
             for name in ORDER if name not in NEW}
 _FRAGMENTS = Path(__file__).resolve().parent / revision
@@ -77,8 +91,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
 CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "search.sql", "memory_scoring.sql", "memory_ranking.sql",
-                            "memory_verbs.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
-                            "receipts.sql")
+                            "memory_as_of.sql", "memory_verbs.sql", "memory_integrity.sql", "memory_contradictions.sql",
+                            "consolidate.sql", "receipts.sql")
 
 
 def changed_files() -> list[str]:
