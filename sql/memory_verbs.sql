@@ -311,12 +311,12 @@ BEGIN
                         -- as_of: the memories restated since, ranked by their past text (above)
                         past => past_rows) AS x
     ), c AS (
-        SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.name IS NOT NULL AS stored,
+        SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.created_at AS cur_created, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
                av.created_at AS past_recorded, hist.first_version
         FROM s
         LEFT JOIN dna.dna_kinds AS dk ON dk.kind = s.kind
-        LEFT JOIN LATERAL (SELECT i.spec, i.valid_at, i.name FROM dna.dna_instances AS i   -- one index probe per hit
+        LEFT JOIN LATERAL (SELECT i.spec, i.valid_at, i.created_at, i.name FROM dna.dna_instances AS i   -- one index probe per hit
                            WHERE i.scope = scope AND i.kind = s.kind AND i.api_version = dk.api_version
                              AND i.name = s.name AND i.tenant = s.tenant LIMIT 1) AS i ON true
         LEFT JOIN LATERAL (SELECT v.spec, v.valid_at, v.version, v.created_at FROM dna.dna_versions AS v
@@ -331,8 +331,12 @@ BEGIN
         SELECT c.*, (c.name || chr(31) || c.kind || chr(31) || c.tenant) = ANY (past_keys) AS by_past,
                CASE WHEN as_of IS NULL THEN coalesce(c.cur_spec, '{}'::jsonb) ELSE c.past_spec END AS spec,
                CASE WHEN as_of IS NULL THEN c.cur_valid ELSE c.past_valid END AS valid_at,
+               -- blind: no version believed at as_of although the record existed then (its history
+               -- was pruned past as_of); a record created after as_of (dna_instances.created_at,
+               -- immutable) simply was not there, whatever retention later pruned of its versions
                as_of IS NOT NULL AND c.past_version IS NULL
-                   AND (c.first_version IS NULL OR c.first_version > 1) AS blind
+                   AND (c.first_version IS NULL OR c.first_version > 1)
+                   AND (c.cur_created IS NULL OR c.cur_created <= as_of) AS blind
         FROM c
     ), scored AS MATERIALIZED (                            -- the memory factors computed once per row
         SELECT r.*, mf.factor, mf.retention, mf.ecphory
@@ -480,8 +484,9 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'lane_candidates}, filters {kinds, tenant, personal, valid_time, world_time, as_of}, degradations[]}. Then, unless reconsolidate is '
 'false or as_of is given, each surfaced Engram is reconsolidated (dna.reconsolidated_spec; actor '
 'default session_user), fail-soft: a locked or failing row is skipped and named in '
-'reconsolidation_errors. An as_of read never writes; memories whose history was pruned past as_of (or '
-'that have none) are dropped from hits and named in as_of_truncated. Only memories of the partition read '
+'reconsolidation_errors. An as_of read never writes; memories that existed at as_of (dna_instances.created_at) '
+'but whose history was pruned past it (or that have none) are dropped from hits and named in as_of_truncated; '
+'a memory created after as_of is simply absent. Only memories of the partition read '
 '(tenant, or the personal partition) are reconsolidated: a cue never lands in a shared base row. personal => '
 'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
 'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '

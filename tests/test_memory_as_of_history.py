@@ -92,6 +92,24 @@ def test_version_pruned_past_as_of_is_truncated_not_past_text(sql):
     assert got["as_of_past_text"] == [] and got["as_of_truncated"] == ["old"] and got["hits"] == []
 
 
+def test_a_memory_created_after_as_of_is_not_a_blind_spot_once_its_versions_are_pruned(sql):
+    """Recalls reconsolidate (each appends a version; an Engram keeps 3): a memory written after
+    as_of soon has no version 1. It did not exist at as_of (dna_instances.created_at says so), so it
+    is absent from the answer, not named in as_of_truncated; one that existed then still is."""
+    _remember(sql, "old", {"summary": "the office is in lisbon"})
+    before = _clock(sql)
+    _remember(sql, "new", {"summary": "the office kitchen has lisbon coffee"})
+    for _ in range(3):
+        sql.execute("SELECT dna.recall('team', 'coffee kitchen')")                 # reconsolidates "new" only
+    first = sql.execute("SELECT min(version) FROM dna.dna_versions WHERE name = 'new'").fetchone()[0]
+    assert first > 1                                                             # its first versions pruned
+    got = _recall(sql, "lisbon coffee kitchen", before)
+    assert got["as_of_truncated"] == [] and "new" not in [h["name"] for h in got["hits"]]
+    for town in ("porto", "faro", "braga"):                                      # "old" loses its version at as_of
+        _remember(sql, "old", {"summary": f"the office is in {town}"})
+    assert _recall(sql, "coffee kitchen braga", before)["as_of_truncated"] == ["old"]
+
+
 def test_scope_ts_config_changed_after_the_versions_recomputes(sql):
     # Versions stored under english (running -> run); the scope then reads with simple (running).
     _remember(sql, "run", {"summary": "running the office in lisbon"})

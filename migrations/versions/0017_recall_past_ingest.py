@@ -58,7 +58,10 @@ it), and keeps its dense lane on HNSW where the exact rule says so (bitmap scans
 receipt reads the plan under those settings). Same answers, but for the dense lane of an as_of recall
 above ``dna.exact_scan_rows()`` rows (HNSW, where the planner had read the partition exactly) and
 ``as_of_past_text`` sorted bytewise (as ``as_of_truncated``). New index ``dna_versions_scope_id_version``
-(scope, id, version): the version believed at as_of, one probe per memory restated since.
+(scope, id, version): the version believed at as_of, one probe per memory restated since. A memory
+created after as_of (``dna_instances.created_at``) is no longer named in ``as_of_truncated`` once
+retention has pruned its first versions (recalls reconsolidate, each appending a version): it simply
+did not exist then.
 """
 import sys
 from pathlib import Path
