@@ -180,6 +180,12 @@ def recall_cmd(
                           "print its id; `dna replay ID` re-runs it.")] = False,
     keep_query: Annotated[bool, typer.Option(
         "--keep-query", help="With --receipt: store the query text and embedding in the receipt.")] = False,
+    min_similarity: Annotated[Optional[float], typer.Option(
+        "--min-similarity", help="Dense floor: drop candidates whose cosine is below this (-1..1).",
+        show_default=False)] = None,
+    min_lexical_score: Annotated[Optional[float], typer.Option(
+        "--min-lexical-score", help="Lexical floor: drop candidates whose BM25 score is below this (>= 0).",
+        show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -195,7 +201,8 @@ def recall_cmd(
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
-        explain=explain, receipt=receipt, keep_query=keep_query), scope=scope)
+        explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
+        min_lexical_score=min_lexical_score), scope=scope)
     if result is None:
         return
     out = _console()
@@ -204,6 +211,10 @@ def recall_cmd(
         flags.append(f"as of {result['as_of']}")
     if result.get("decay") and result["decay"] != "surfaced":
         flags.append(f"decay {result['decay']}")
+    for lane, key in (("dense", "removed_dense"), ("lexical", "removed_lexical")):
+        removed = (result.get("floors") or {}).get(key)
+        if removed:
+            flags.append(f"{lane} floor removed {removed}")
     count = len(result["hits"])
     out.print(f"{count} memor{'y' if count == 1 else 'ies'} for {query!r} in {scope} · {' · '.join(flags)}",
               markup=False)

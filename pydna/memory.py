@@ -101,7 +101,8 @@ class Memory:
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
                now: datetime | None = None, as_of: datetime | None = None, personal: bool = False,
                decay: str | None = None, explain: bool = False, receipt: bool = False,
-               keep_query: bool = False) -> dict:
+               keep_query: bool = False, min_similarity: float | None = None,
+               min_lexical_score: float | None = None) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -111,6 +112,8 @@ class Memory:
         terms under ``tie_break``, which only order equal scores) and the pool, filters and
         degradations of the answer (docs/memory.md, "How recall ranks").
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``.
+        ``min_similarity`` (cosine in [-1, 1]) / ``min_lexical_score`` (BM25 >= 0): relevance floors on
+        dna.search's lanes; the answer's ``floors`` says how many candidates each removed (22023 out of range).
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
         whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
@@ -121,11 +124,14 @@ class Memory:
             result = self._recall_receipt(   # receipt=True: through dna.take_receipt (read-only)
                 keep_query, scope=scope, query=query, query_embedding=embedding, kinds=kinds_arg(kinds), k=k,
                 model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
-                as_of=as_of, personal=personal, decay=decay, explain=explain) if receipt else self._one(
+                as_of=as_of, personal=personal, decay=decay, explain=explain, min_similarity=min_similarity,
+                min_lexical_score=min_lexical_score) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
-                "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s)",
+                "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s, "
+                "min_similarity => %s, min_lexical_score => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
-                 kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain))
+                 kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain,
+                 min_similarity, min_lexical_score))
         if error:
             result["embedding_error"] = error
         if notices:

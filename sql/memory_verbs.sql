@@ -229,7 +229,8 @@ CREATE OR REPLACE FUNCTION dna.recall(
     scope text, query text, query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,
     kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
-    personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false)
+    personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
+    min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -252,6 +253,8 @@ DECLARE
     result jsonb;
     past_rows dna.past_text[];                       -- as_of: the memories restated since (dna.as_of_past_texts)
     past_keys text[] := '{}';                        -- their keys: name, kind, tenant joined by chr(31)
+    removed_dense bigint;                            -- candidates the relevance floors removed (dna.search)
+    removed_lexical bigint;
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -309,7 +312,9 @@ BEGIN
                         -- validity from the versions believed then, below
                         valid_time => CASE WHEN as_of IS NULL THEN world END,
                         -- as_of: the memories restated since, ranked by their past text (above)
-                        past => past_rows) AS x
+                        past => past_rows,
+                        -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
+                        min_similarity => min_similarity, min_lexical_score => min_lexical_score) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.created_at AS cur_created, i.name IS NOT NULL AS stored,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
@@ -375,8 +380,9 @@ BEGIN
                    ORDER BY rk.rescored DESC, rk.ecphory DESC, rk.name COLLATE "C", rk.kind COLLATE "C",
                             rk.tenant COLLATE "C"), '[]'::jsonb)
             FROM ranked AS rk),
-           (SELECT count(*) FROM s), (SELECT count(*) FROM scored)
-    INTO truncated, cands, pooled, in_force;
+           (SELECT count(*) FROM s), (SELECT count(*) FROM scored),
+           (SELECT max(s.floor_removed_dense) FROM s), (SELECT max(s.floor_removed_lexical) FROM s)
+    INTO truncated, cands, pooled, in_force, removed_dense, removed_lexical;
 
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
 
@@ -426,6 +432,13 @@ BEGIN
     IF jsonb_array_length(failed) > 0 THEN
         result := result || jsonb_build_object('reconsolidation_errors', failed);
     END IF;
+    IF min_similarity IS NOT NULL OR min_lexical_score IS NOT NULL THEN
+        -- What the floors removed (dna.search's counts; an answer they emptied has none to read:
+        -- dna.search's NOTICE names both counts then, and removed_* are NULL here).
+        result := result || jsonb_build_object('floors', jsonb_build_object(
+            'min_similarity', min_similarity, 'min_lexical_score', min_lexical_score,
+            'removed_dense', removed_dense, 'removed_lexical', removed_lexical));
+    END IF;
     IF explain THEN
         -- The memory part of the explanation (each hit's lanes are its rank_dense/similarity and
         -- rank_lexical/lexical_score, its fusion search_score and rank_search).
@@ -456,7 +469,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
 'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
@@ -502,7 +515,11 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'dna.past_text[]) ranks them: those memories leave both lanes (their search '
 'rows hold today''s text) and their past tsvector is BM25-scored in the lexical lane with the lane''s own idf and '
 'avg_len, then fused with every other candidate (the default convex fusion, or the scope''s), so a past text '
-'scores on the same scale as today''s texts. Errors: 22023 (k, kinds, model_id, embedding width, decay), 22001 (query > 10000 chars), '
+'scores on the same scale as today''s texts. Relevance floors: min_similarity (cosine in [-1, 1]) and '
+'min_lexical_score (BM25 >= 0) go to dna.search (each drops its lane''s candidates below it; default NULL: no '
+'floor); with either, the answer carries floors {min_similarity, min_lexical_score, removed_dense, '
+'removed_lexical} (the candidates each floor removed; NULL when the floors emptied the pool, whose count '
+'dna.search''s NOTICE gives). Errors: 22023 (k, kinds, model_id, embedding width, decay, floors), 22001 (query > 10000 chars), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';
 
 DROP FUNCTION IF EXISTS dna.forget(text, text, text, text, text, timestamptz);  -- before the personal parameter (0009_tenancy)

@@ -293,3 +293,21 @@ def test_memory_recall_receipt_is_read_only_and_replays(runner, memories):
         assert conn.execute("SELECT count(*) FROM dna.dna_instances WHERE scope = 'team' "
                             "AND (spec ->> 'surface_count')::int > 0").fetchone()[0] == 0
     assert "match: the same" in ok(invoke(runner, memories, "replay", rid)).stdout
+
+
+def test_memory_recall_floors_drop_weak_matches_and_say_so(runner, memories):
+    plain = recall_json(runner, memories)
+    floored = recall_json(runner, memories, "--min-lexical-score", "1000")
+    assert floored["floors"]["min_lexical_score"] == 1000 and floored["floors"]["removed_lexical"] >= 1
+    assert any(h.get("lexical_score") for h in plain["hits"])
+    assert not any(h.get("lexical_score") for h in floored["hits"])       # no lexical candidate is left
+    with psycopg.connect(memories, autocommit=True) as conn:
+        sql = conn.execute("SELECT dna.recall('team', 'when do we deploy', dna.fake_embed('when do we deploy'), %s, "
+                           "reconsolidate => false, now => '2026-09-01T12:00:00Z', min_lexical_score => 1000)",
+                           (MODEL,)).fetchone()[0]
+    assert [h["name"] for h in floored["hits"]] == [h["name"] for h in sql["hits"]]
+    text = ok(invoke(runner, memories, "memory", "recall", "when do we deploy", "--scope", "team", *FAKE,
+                     "--min-lexical-score", "1000", "--no-reconsolidate")).stdout
+    assert "lexical floor removed" in text
+    bad = invoke(runner, memories, "memory", "recall", "deploy", "--scope", "team", *FAKE, "--min-similarity", "3")
+    assert bad.exit_code == 1 and "min_similarity must be a cosine between -1 and 1, got 3" in bad.stderr

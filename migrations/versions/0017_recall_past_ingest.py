@@ -62,6 +62,11 @@ above ``dna.exact_scan_rows()`` rows (HNSW, where the planner had read the parti
 created after as_of (``dna_instances.created_at``) is no longer named in ``as_of_truncated`` once
 retention has pruned its first versions (recalls reconsolidate, each appending a version): it simply
 did not exist then.
+
+floors (issue 15 item 3, for recall): ``dna.recall`` gains ``min_similarity`` and ``min_lexical_score``
+(handed to ``dna.search``, whose lanes apply them) and, with either, the answer's ``floors`` (what each
+removed), so an agent can tell "nothing known" from "a weak match" through the verb it uses
+(``before_floors.sql`` drops the 0016 signature, ``undo_floors.sql`` the new one). No table changes.
 """
 import sys
 from pathlib import Path
