@@ -9,6 +9,24 @@
 -- Index and delete
 -- ---------------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION dna.text_snippet(body text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- Whitespace runs collapsed over a 480-character prefix first: the collapsed prefix is a prefix
+    -- of the collapsed text, so once it holds 240 characters it gives the same 240 (PostgreSQL's
+    -- regular expressions cost ~0.2 µs per character: most of a document's indexing time after
+    -- its tsvector when run over the whole body).
+    SELECT CASE WHEN length(p.head) >= 240 THEN left(p.head, 240)
+                ELSE left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240) END
+    FROM (SELECT regexp_replace(left(coalesce(body, ''), 480), '\s+', ' ', 'g') AS head) AS p
+$$;
+
+COMMENT ON FUNCTION dna.text_snippet(text) IS
+'The default snippet of a document: its first 240 characters after every run of white space (\s+) is '
+'replaced by one space, i.e. left(regexp_replace(coalesce(body, ''''), ''\s+'', '' '', ''g''), 240), computed from a '
+'480-character prefix when that suffices. NULL body: ''''. Pure.';
+
 DROP FUNCTION IF EXISTS dna.index_document(text, text, text, text, vector, text, text, text, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.index_document(
     scope text, kind text, name text, body text,
@@ -84,7 +102,7 @@ BEGIN
                         body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
                         heading = NULL, char_start = NULL, char_end = NULL, updated_at = now()', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
-              coalesce(snippet, left(regexp_replace(coalesce(body, ''), '\s+', ' ', 'g'), 240)),
+              coalesce(snippet, dna.text_snippet(body)),
               coalesce(body, ''), emb;
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
@@ -230,7 +248,7 @@ BEGIN
         WITH src AS (
             SELECT u.i::integer AS ord, u.kind, u.name, coalesce(u.passage, 0) AS passage, u.title,
                    coalesce(u.body, '') AS body,
-                   coalesce(u.snippet, left(regexp_replace(coalesce(u.body, ''), '\s+', ' ', 'g'), 240)) AS snippet,
+                   coalesce(u.snippet, dna.text_snippet(u.body)) AS snippet,
                    u.heading, u.cs, u.ce,
                    CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN dna.storable_vector(u.emb) END AS emb,
                    dna.text_hash(u.title, u.body) AS h

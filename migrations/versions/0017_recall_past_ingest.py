@@ -34,7 +34,8 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
+         "bm25_write.sql", "documents.sql",
          "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_kinds.sql", "memory_write.sql",
          "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql", "consolidate.sql", "receipts.sql",
          "tenancy.sql")
@@ -43,13 +44,14 @@ _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", 
             "receipts.sql", "tenancy.sql")
 # Where the text released before this revision is frozen, for every plane file.
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history" for name in ORDER}
+PREVIOUS["bm25_write.sql"] = "0010_scale"     # run by no revision since 0010 (ingest: in ORDER from 0017)
 # Plane files this revision creates (no earlier text).
 NEW: tuple[str, ...] = ()
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("bm25_write.sql", "documents.sql")
 
 
 def changed_files() -> list[str]:
