@@ -27,7 +27,7 @@ and ``to_tsvector('english', …)`` alone over each batch's rows (a ``SELECT sum
 Phases. The server runs ``pg_stat_statements`` with ``track = all`` (nested statements: every
 statement inside the PL/pgSQL functions and triggers, and the referential-integrity checks, get
 their own entry; so does COMMIT, which runs the deferred constraint triggers), reset before the
-load; each nested statement is put in a phase by its text (PHASES below) and the phases are printed
+load; each nested statement is put in a phase by its text (R and phase_table below) and the phases are printed
 as µs per document and docs/s of that phase alone, with the statements that make them up; "other"
 is a toplevel statement's time not accounted for by the nested statements under it (the PL/pgSQL
 and trigger machinery itself). Backend CPU time per document (``/proc/<pid>/schedstat``) and the
@@ -67,26 +67,54 @@ from scale import (COPY_SQL, COPY_TYPES, DIMS, KIND, SCOPE, TUNING, BackendCpu, 
 PROFILE_TUNING = dict(TUNING, shared_preload_libraries="pg_stat_statements", **{
     "pg_stat_statements.track": "all", "pg_stat_statements.track_utility": "on", "pg_stat_statements.max": "5000"})
 
-# (phase, regex on the normalised statement text); first match wins. Nested statements only.
-PHASES = [
-    ("staging: consume (DELETE … RETURNING, array_agg)", r"DELETE FROM dna\.dna_index_staging"),
-    ("staging: commit check (deferred trigger per row)", r"FROM dna\.dna_index_staging AS s WHERE s\.batch = NEW\.batch"),
-    ("index_documents: input checks", r"FROM unnest\(kinds|unnest\(embeddings\)|dna\.check_kind|FROM unnest\(kinds, names"),
-    ("search rows: FK check on model_id (per row)", r"FROM ONLY \"dna\"\.\"dna_models\""),
-    ("search rows: valid_at trigger (per row)", r"kind_has_trait|dna_instances AS i|dna_kind_traits|memory\.recallable"),
-    ("bm25: forward + docs rows", r"INSERT INTO dna\.dna_bm25_forward|WITH added AS"),
-    ("bm25: segment build (chunk rows)", r"INSERT INTO dna\.dna_bm25_chunks"),
-    ("bm25: segment row + stats", r"FROM dna\.dna_bm25_docs AS d\s+WHERE d\.scope = scope|INSERT INTO dna\.dna_bm25_segments"),
-    ("search rows: upsert (heap, btrees, tsvector, trigger calls)", r"INSERT INTO dna\.dna_search_docs_|WITH src AS"),
-    ("compact: merge / seal bookkeeping", r"dna_bm25_"),
-]
+# Statements by their text (pg_stat_statements normalises constants to $n). A statement's time
+# includes the statements nested under it, so each phase below is a difference of inclusive times.
+R = {
+    "copy": r"^COPY dna\.dna_index_staging",
+    "staged": r"FROM dna\.index_staged\(",
+    "consume": r"DELETE FROM dna\.dna_index_staging",
+    "docs": r"FROM dna\.index_documents\(",
+    "checks": r"FROM unnest\(kinds|FROM unnest\(embeddings\)|dna\.check_kind\(k\.kind\)",
+    "upsert": r"^\s*WITH src AS",
+    "fwd": r"^\s*WITH added AS",
+    "add": r"^SELECT dna\.bm25_add_docs\(",
+    "fk": r'FROM ONLY "dna"\."dna_models"',
+    "trigger_if": r"kind_has_trait\(NEW\.kind",
+    "trait": r"SELECT coalesce\(\(SELECT trait = ANY",
+    "funcs": r"^SELECT encode\(sha256|^SELECT CASE WHEN v IS NULL OR vector_norm|^SELECT CASE WHEN length\(p\.head\)",
+    "commit": r"^COMMIT",
+    "commit_check": r"FROM dna\.dna_index_staging AS s WHERE s\.batch = NEW\.batch",
+    "compact": r"bm25_compact\(",
+    "chunks": r"^INSERT INTO dna\.dna_bm25_chunks",
+}
 
 
-def phase_of(text: str) -> str:
-    for name, rx in PHASES:
-        if re.search(rx, text):
-            return name
-    return "other nested statements"
+def _ms(stmts: list[dict], key: str, toplevel: bool | None = None) -> float:
+    return sum(s["ms"] for s in stmts if re.search(R[key], s["query"], re.S)
+               and (toplevel is None or s["toplevel"] == toplevel))
+
+
+def phase_table(stmts: list[dict]) -> dict[str, float]:
+    """Exclusive milliseconds per phase of the load and the compaction (see R)."""
+    m = {k: _ms(stmts, k, toplevel=k in ("copy", "staged", "commit", "compact")) for k in R}
+    trig = m["trigger_if"] if m["trigger_if"] else m["trait"]      # before 0017: IF kind_has_trait(…) in the trigger
+    chunks_load = sum(s["ms"] for s in stmts if not s["toplevel"] and re.search(R["chunks"], s["query"]))
+    return {
+        "staging: COPY": m["copy"],
+        "staging: consume (DELETE … RETURNING, array_agg)": m["consume"],
+        "index_documents: input checks": m["checks"],
+        "search rows: per-row SQL functions (text_hash, storable_vector, snippet)": m["funcs"],
+        "search rows: FK check on model_id (per row)": m["fk"],
+        "search rows: valid_at trigger's statements (per row)": trig,
+        "search rows: upsert itself (tsvector, heap, TOAST, btrees, trigger calls)":
+            m["upsert"] - m["fwd"] - m["add"] - m["fk"] - trig - m["funcs"],
+        "bm25: forward + docs rows (bm25_sync)": m["fwd"],
+        "bm25: segment build per batch (bm25_add_docs)": m["add"],
+        "other: index_staged / index_documents bookkeeping":
+            m["staged"] - m["consume"] - m["checks"] - m["upsert"],
+        "staging: COMMIT (deferred check per row)": m["commit"],
+        "compact: bm25_compact(full_merge)": m["compact"],
+    }
 
 
 class ProfileServer:
@@ -240,44 +268,11 @@ class Floors:
 
 
 def phases(stmts: list[dict], docs: int, top: int) -> dict:
-    nested = [s for s in stmts if not s["toplevel"]]
-    tops = [s for s in stmts if s["toplevel"]]
-    by: dict[str, dict] = {}
-    for s in nested:
-        p = by.setdefault(phase_of(s["query"]), {"ms": 0.0, "statements": []})
-        p["ms"] += s["ms"]
-        p["statements"].append(s)
-
-    def top_ms(rx):
-        return sum(s["ms"] for s in tops if re.search(rx, s["query"], re.I))
-
-    copy_ms, staged_ms = top_ms(r"^COPY dna\.dna_index_staging"), top_ms(r"dna\.index_staged")
-    commit_ms, compact_ms = top_ms(r"^COMMIT"), top_ms(r"bm25_compact")
-    # nested statements run under index_staged, COMMIT (deferred triggers) or bm25_compact
-    compact_nested = sum(s["ms"] for s in nested if phase_of(s["query"]).startswith("compact"))
-    commit_nested = by.get("staging: commit check (deferred trigger per row)", {"ms": 0.0})["ms"]
-    # statements nested in other nested statements count twice; the inner ones are the phases
-    inner = {"search rows: upsert (heap, btrees, tsvector, trigger calls)"}
-    under_upsert = sum(v["ms"] for k, v in by.items() if k.startswith(("search rows: FK", "search rows: valid_at", "bm25:")))
-    out = {"staging: COPY (toplevel)": copy_ms}
-    for k, v in by.items():
-        ms = v["ms"]
-        if k in inner:
-            ms -= under_upsert          # the upsert's own time: its triggers' statements are their own phases
-        out[k] = ms
-    out["other: index_staged not in its nested statements"] = staged_ms - sum(
-        v["ms"] for k, v in by.items() if not k.startswith("compact") and k != "staging: commit check (deferred trigger per row)"
-        and k not in ("search rows: FK check on model_id (per row)", "search rows: valid_at trigger (per row)")
-        and not k.startswith("bm25:")) - 0.0
-    out["other: COMMIT not in its nested statements"] = commit_ms - commit_nested
-    out["other: bm25_compact not in its nested statements"] = compact_ms - compact_nested
     res = {k: {"ms": round(v, 1), "us_per_doc": round(1000 * v / docs, 1),
-               "docs_per_s": round(docs / (v / 1000), 0) if v > 0 else None} for k, v in out.items()}
-    detail = {k: [{"ms": round(s["ms"], 1), "calls": s["calls"], "us_per_doc": round(1000 * s["ms"] / docs, 1),
-                   "query": re.sub(r"\s+", " ", s["query"])[:160]} for s in sorted(v["statements"], key=lambda s: -s["ms"])[:6]]
-              for k, v in by.items()}
-    return {"phases": res, "statements": detail,
+               "docs_per_s": round(docs / (v / 1000), 0) if v > 0 else None} for k, v in phase_table(stmts).items()}
+    return {"phases": res,
             "top": [{"toplevel": s["toplevel"], "ms": round(s["ms"], 1), "calls": s["calls"],
+                     "us_per_doc": round(1000 * s["ms"] / docs, 1),
                      "query": re.sub(r"\s+", " ", s["query"])[:200]} for s in stmts[:top]]}
 
 
@@ -398,11 +393,10 @@ def report(r: dict) -> str:
             lines.append(f"| {k} | {v['docs_per_s']:,.0f} | {v['backend_cpu_us_per_doc']:,.1f} |")
     for lb in labels:
         lines.append("")
-        lines.append(f"Statements of {lb} (nested, by phase; µs/doc, calls):")
-        for k, sts in r["trees"][lb]["statements"].items():
-            lines.append(f"- {k}:")
-            for s in sts[:4]:
-                lines.append(f"  - {s['us_per_doc']} µs/doc, {s['calls']} calls: `{s['query'][:140]}`")
+        lines.append(f"Statements of {lb} by inclusive time (µs/doc, calls):")
+        for st in r["trees"][lb]["top"][:12]:
+            lines.append(f"- {st['us_per_doc']:,.1f} µs/doc, {st['calls']} calls{'' if st['toplevel'] else ' (nested)'}: "
+                         f"`{st['query'][:120]}`")
     return "\n".join(lines) + "\n"
 
 
