@@ -192,13 +192,15 @@ BEGIN
     END IF;
     SELECT * INTO cfg FROM dna.search_config(scope);   -- a bulk statement: its own level-0 segment
     -- Postings straight from the stored tsvectors (the forward rows hold the same terms as jsonb,
-    -- ~2x dearer to explode); doc_len from dna_bm25_docs.
+    -- ~2x dearer to explode); doc_len from dna_bm25_docs. One key probe per document of each table
+    -- (LATERAL … OFFSET 0): never a scan of the whole table, which would grow with every batch.
     PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0, format(
-        'SELECT t.kind, u.lexeme, t.doc_id, coalesce(cardinality(u.positions), 1) AS tf, d.doc_len AS len
-         FROM %s AS t
-         JOIN dna.dna_bm25_docs AS d ON d.scope = t.scope AND d.model_id = $2 AND d.tenant = $3 AND d.doc_id = t.doc_id,
-              unnest(t.tsv) AS u
-         WHERE t.scope = $1 AND t.doc_id = ANY ($4)', dna.search_table(dna.model_dims(model_id))),
+        'SELECT t.kind, u.lexeme, i.doc_id, coalesce(cardinality(u.positions), 1) AS tf, d.doc_len AS len
+         FROM unnest($4) AS i (doc_id)
+         CROSS JOIN LATERAL (SELECT t.kind, t.tsv FROM %s AS t WHERE t.scope = $1 AND t.doc_id = i.doc_id OFFSET 0) AS t
+         CROSS JOIN LATERAL (SELECT d.doc_len FROM dna.dna_bm25_docs AS d
+                             WHERE d.scope = $1 AND d.model_id = $2 AND d.tenant = $3 AND d.doc_id = i.doc_id OFFSET 0) AS d
+         CROSS JOIN LATERAL unnest(t.tsv) AS u', dna.search_table(dna.model_dims(model_id))),
         doc_ids, cfg.bm25_k1, cfg.bm25_b);
 END
 $$;

@@ -263,8 +263,12 @@ BEGIN
                         ELSE 'unchanged' END AS action,
                    coalesce(s.emb, CASE WHEN t.text_hash = s.h THEN t.embedding END, r.embedding) AS new_emb
             FROM src AS s
-            LEFT JOIN %1$s AS t ON t.scope = $1 AND t.kind = s.kind AND t.name = s.name AND t.tenant = $2
-                               AND t.model_id = $3 AND t.passage = s.passage
+            -- One unique-key probe per element (LATERAL … OFFSET 0, never a hash join over a scan of
+            -- the whole table: that grew every batch of a bulk load with the table).
+            LEFT JOIN LATERAL (
+                SELECT t.text_hash, t.embedding, t.heading, t.char_start, t.char_end, t.snippet FROM %1$s AS t
+                WHERE t.scope = $1 AND t.kind = s.kind AND t.name = s.name AND t.tenant = $2
+                  AND t.model_id = $3 AND t.passage = s.passage OFFSET 0) AS t ON true
             -- The same text stored at another ordinal of the document keeps its vector (no re-embedding).
             LEFT JOIN LATERAL (
                 SELECT x.embedding FROM %1$s AS x
@@ -289,9 +293,13 @@ BEGIN
         docs AS (
             SELECT s.kind, s.name, max(s.passage) AS last FROM src AS s GROUP BY s.kind, s.name),
         gone AS (
-            DELETE FROM %1$s AS t USING docs AS d
-            WHERE t.scope = $1 AND t.kind = d.kind AND t.name = d.name AND t.tenant = $2 AND t.model_id = $3
-              AND t.passage > d.last
+            -- the passages past each document's last, found by key probes (as above), deleted by ctid
+            DELETE FROM %1$s AS t
+            WHERE t.ctid = ANY (ARRAY(
+                SELECT x.ctid FROM docs AS d
+                CROSS JOIN LATERAL (SELECT y.ctid FROM %1$s AS y
+                                    WHERE y.scope = $1 AND y.kind = d.kind AND y.name = d.name AND y.tenant = $2
+                                      AND y.model_id = $3 AND y.passage > d.last OFFSET 0) AS x))
             RETURNING t.kind, t.name, t.passage)
         SELECT c.ord, c.kind, c.name, c.action, c.h,
                CASE WHEN c.action = 'unchanged' THEN c.had_embedding ELSE c.new_emb IS NOT NULL END, c.passage
