@@ -192,14 +192,16 @@ BEGIN
     END IF;
     SELECT * INTO cfg FROM dna.search_config(scope);   -- a bulk statement: its own level-0 segment
     -- Postings straight from the stored tsvectors (the forward rows hold the same terms as jsonb,
-    -- ~2x dearer to explode); doc_len from dna_bm25_docs. One key probe per document of each table
-    -- (LATERAL … OFFSET 0): never a scan of the whole table, which would grow with every batch.
+    -- ~2x dearer to explode); doc_len from the forward row (its primary key is its only index: a
+    -- probe of dna_bm25_docs could be planned on its seg_id index, a scan of the whole partition
+    -- per document). One key probe per document of each table (LATERAL … OFFSET 0): never a scan
+    -- of the whole table, which would grow with every batch.
     PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0, format(
         'SELECT t.kind, u.lexeme, i.doc_id, coalesce(cardinality(u.positions), 1) AS tf, d.doc_len AS len
          FROM unnest($4) AS i (doc_id)
          CROSS JOIN LATERAL (SELECT t.kind, t.tsv FROM %s AS t WHERE t.scope = $1 AND t.doc_id = i.doc_id OFFSET 0) AS t
-         CROSS JOIN LATERAL (SELECT d.doc_len FROM dna.dna_bm25_docs AS d
-                             WHERE d.scope = $1 AND d.model_id = $2 AND d.tenant = $3 AND d.doc_id = i.doc_id OFFSET 0) AS d
+         CROSS JOIN LATERAL (SELECT f.doc_len FROM dna.dna_bm25_forward AS f
+                             WHERE f.scope = $1 AND f.doc_id = i.doc_id OFFSET 0) AS d
          CROSS JOIN LATERAL unnest(t.tsv) AS u', dna.search_table(dna.model_dims(model_id))),
         doc_ids, cfg.bm25_k1, cfg.bm25_b);
 END
