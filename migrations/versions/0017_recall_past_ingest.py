@@ -19,6 +19,25 @@ changes are SQL fragments in ``versions/0017_recall_past_ingest/``, one set per 
 What changed
 ------------
 (each topic appends its paragraph here)
+
+*ingest* (issue 11: bulk lexical ingest near its floor; ``bench/bulk_profile.py`` measures each phase).
+``sql/bm25_write.sql`` joins ``ORDER`` (run by no revision since 0010_scale, whose frozen copy is its
+``PREVIOUS``): a segment is built in one sort of its postings by (lexeme, kind) with each list sorted
+by (impact DESC, doc_id) in its aggregate (``enable_presorted_aggregate`` off and ``work_mem`` raised to
+``maintenance_work_mem`` for that statement), then cut into its chunks by array slices, instead of a
+window function over a sort on four keys and a second grouping; a bulk statement's segment reads the
+stored tsvectors (one key probe per document) instead of exploding the forward rows' jsonb; a merge
+decodes postings in the select list and anti-joins the tombstones only when its segments have some.
+Every chunk row is the one 0010-0016 built (``tests/test_bulk_segments.py`` compares them with that
+statement). ``sql/documents.sql``: ``dna.index_documents`` finds a batch's stored rows by key probes
+(``LATERAL … OFFSET 0``) instead of a hash join over a scan of the whole width table (which grew each
+batch with the table), and the default snippet is ``dna.text_snippet`` (the same text as
+``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``, replacing only the white-space runs that are not
+one plain space: ~6x cheaper). ``before_ingest.sql`` gives the ``dna_search_docs_valid_at`` trigger of
+every width table ``WHEN (dna.kind_has_trait(NEW.kind, 'memory.recallable'))``: the function changes
+nothing for other Kinds, so they no longer pay its PL/pgSQL call; ``undo_ingest.sql`` restores 0002's
+trigger. Nothing stored is rebuilt: segments, memtable and tombstones written at 0016 answer the same
+(``tests/test_ingest_migration.py``).
 """
 import sys
 from pathlib import Path
