@@ -14,6 +14,8 @@ import random
 
 import pytest
 
+from test_bulk_ingest import app_role  # noqa: F401 - the fixture
+
 MODEL = "lexical-only-384"
 N_DOCS = 2600                      # two bulk statements of 1,300 (>= dna.bm25_bulk_threshold())
 COMMON = ["protein", "cell", "gene", "expression", "patient", "study", "cancer", "mutation", "risk"]
@@ -189,3 +191,22 @@ def test_the_valid_at_trigger_fires_for_memory_kinds_only(sql):
     sql.execute("SELECT dna.index_document('v', 'Doc', 'plain', 'some text', model_id => %s)", (MODEL,))
     sql.execute("UPDATE dna.dna_search_docs_384 SET valid_at = tstzrange('2020-01-01', '2021-01-01') WHERE scope = 'v'")
     assert sql.execute("SELECT valid_at IS NOT NULL FROM dna.dna_search_docs_384 WHERE scope = 'v'").fetchone()[0]
+
+
+def test_an_application_roles_bulk_statements_build_the_same_segments(app_role, sql):
+    """Row security on (FORCE): the segment of a bulk statement reads the role's own new rows; in the
+    base partition and in a workspace it is a member of, the chunk rows equal the oracle's."""
+    import psycopg
+
+    sql.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
+    docs = documents(1200)
+    kinds, names, bodies = map(list, zip(*docs))
+    with psycopg.connect(app_role, autocommit=True) as app:
+        for tenant in ("", "ws-a"):
+            app.execute("SELECT count(*) FROM dna.index_documents('app', %s, %s, %s, NULL, %s, tenant => %s)",
+                        (kinds, names, bodies, MODEL, tenant))
+        got = app.execute("SELECT n_docs FROM dna.bm25_partition_stats('app', %s, 'ws-a')", (MODEL,)).fetchone()[0]
+    assert got == 1200                                   # the workspace's rows shadow the base's
+    assert sql.execute("SELECT count(*) FROM dna.dna_bm25_segments WHERE scope = 'app'").fetchone()[0] == 2
+    assert sql.execute("SELECT count(*) FROM dna.dna_bm25_postings WHERE scope = 'app'").fetchone()[0] == 0
+    assert_chunks_match_the_oracle(sql, "app")
