@@ -5,10 +5,13 @@ Usage (from the repository root)::
     python bench/scale.py [DATASET_DIR] [--docs 100000,1000000] [--dsn DSN] [--quick]
                           [--batch 10000] [--loaders 2] [--live 5000] [--live-batch 1000] [--single 300]
                           [--passes N] [--oracle N] [--sqlite-queries N] [--no-peers] [--no-floors]
-                          [--no-previous-lane] [--keep]
+                          [--no-previous-lane] [--bulk-only] [--tree DIR] [--keep]
                           [--out bench/results/scale.json]
 
-``DATASET_DIR`` (BEIR layout) defaults to ``../shared/data/scifact``. ``--quick`` is ``--docs 20000``
+``--bulk-only`` stops after the bulk load, its floor and the storage figures (the peers then only load
+the same rows, for their ingest rates); ``--tree DIR`` migrates the databases with another source
+tree's pydna (e.g. ``git archive <commit> | tar -x -C DIR``), so an older SQL is measured by the same
+bench. ``DATASET_DIR`` (BEIR layout) defaults to ``../shared/data/scifact``. ``--quick`` is ``--docs 20000``
 with a smaller live phase (a smoke run). Progress goes to stderr; the table to stdout; the JSON to
 ``--out`` (default ``bench/results/scale.json``), a Markdown copy of the table beside it
 (``scale.md``) and the per-query runs in ``scale.runs.json.gz``. CI does not run this bench.
@@ -340,7 +343,12 @@ class Server:
         params["dbname"] = db
         return make_conninfo(**params)
 
-    def fresh(self, db: str) -> str:
+    def fresh(self, db: str, tree: Path | None = None) -> str:
+        """A new database ``db`` migrated to head by this checkout's pydna.migrate, or by the one of
+        source tree ``tree`` (a subprocess with PYTHONPATH=tree: e.g. a ``git archive`` of an older
+        commit, whose SQL then runs under this bench)."""
+        import subprocess
+
         import psycopg
 
         from pydna import migrate
@@ -349,7 +357,11 @@ class Server:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{db}"')
         dsn = self.dsn_for(db)
-        migrate.upgrade(dsn)
+        if tree is None:
+            migrate.upgrade(dsn)
+        else:
+            subprocess.run([sys.executable, "-c", "import sys; from pydna import migrate; migrate.upgrade(sys.argv[1])",
+                            dsn], cwd=str(tree), env=dict(os.environ, PYTHONPATH=str(tree)), check=True)
         return dsn
 
     def drop(self, db: str) -> None:
@@ -1118,15 +1130,17 @@ class NumpyExact:
 
 
 def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels, k1, b, passes,
-              sqlite_queries: int | None = None) -> tuple[dict, dict, dict]:
+              sqlite_queries: int | None = None, load_only: bool = False) -> tuple[dict, dict, dict]:
     """(results, ingest, info) of the peers on the rows of one scope. ``sqlite_queries``: the SQLite
     peers answer only the first that many test queries (their exact scans take seconds per query at
-    1M documents); their quality is then over that subset, which the info says."""
+    1M documents); their quality is then over that subset, which the info says. ``load_only``: the
+    loads (their ingest rates), no query."""
     results, ingest, info = {}, {}, {}
     cpu = ProcessCpu()
-    exact = NumpyExact([d["_id"] for d in docs], vectors)
-    log("  peer numpy exact KNN …")
-    results["numpy-exact"] = run_mode(exact, cpu, qids, queries, qvecs, passes)
+    if not load_only:
+        exact = NumpyExact([d["_id"] for d in docs], vectors)
+        log("  peer numpy exact KNN …")
+        results["numpy-exact"] = run_mode(exact, cpu, qids, queries, qvecs, passes)
 
     log(f"  peer sqlite: loading {len(docs):,} rows …")
     load0 = load1()
@@ -1138,10 +1152,11 @@ def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels
     info["sqlite"] = {**sq.versions, "fts5": "porter unicode61, bm25() k1=1.2 b=0.75", "vec0": "cosine, exact",
                       "rrf": "k=10, weights dense 1 / lexical 1.5, depth max(4k,100)"}
     log(f"  sqlite loaded: FTS5 {sq.fts_s:.1f} s, vec0 {sq.vec_s:.1f} s")
-    sq_qids = qids[:sqlite_queries] if sqlite_queries else qids
-    if len(sq_qids) < len(qids):
+    sq_qids = [] if load_only else qids[:sqlite_queries] if sqlite_queries else qids
+    if len(sq_qids) < len(qids) and not load_only:
         info["sqlite"]["queries"] = f"the first {len(sq_qids)} of the {len(qids)} test queries"
-    for name, fn in (("sqlite-fts5", sq.lexical), ("sqlite-vec", sq.dense), ("sqlite-hybrid", sq.hybrid)):
+    for name, fn in () if load_only else (("sqlite-fts5", sq.lexical), ("sqlite-vec", sq.dense),
+                                           ("sqlite-hybrid", sq.hybrid)):
         log(f"  peer {name} ({len(sq_qids)} queries) …")
         results[name] = run_mode(fn, cpu, sq_qids, queries, qvecs, passes)
         results[name]["queries"] = len(sq_qids)
@@ -1170,8 +1185,9 @@ def run_peers(docs, vectors, live_docs, single_docs, qids, queries, qvecs, qrels
     ingest["bm25s"] = {"docs": len(docs), "seconds": round(secs, 2), "docs_per_s": round(len(docs) / secs, 1),
                        "load1_start": load0, "load1_end": load1(), "note": "tokenize + index; no incremental adds"}
     info["bm25s"] = {"k1": k1, "b": b, "method": "lucene", "stemmer": "PyStemmer english", "stopwords": "en"}
-    log("  peer bm25s …")
-    results["bm25s"] = run_mode(bm, cpu, qids, queries, qvecs, passes)
+    if not load_only:
+        log("  peer bm25s …")
+        results["bm25s"] = run_mode(bm, cpu, qids, queries, qvecs, passes)
     del bm
     for name, r in results.items():
         r.update(quality(r, qrels))
@@ -1187,9 +1203,9 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
     log(f"== {n:,} documents: database {db}")
     PROXY.clear()
     PROXY.update(proxy_relevant(corpus, n + args.live + args.single, qrels))
-    dsn = srv.fresh(db)
+    dsn = srv.fresh(db, args.tree)
     conn = connect(dsn)
-    out: dict = {"docs": n, "database": db}
+    out: dict = {"docs": n, "database": db, "sql_tree": str(args.tree or REPO)}
     try:
         feats = require_new_sql(conn)
         out["sql_features"] = feats
@@ -1205,6 +1221,14 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
         st = out["storage"]
         log(f"  search table {st['bytes_per_doc']:,.0f} B/doc, BM25 {st['bytes_per_posting']} B/posting "
             f"({st['postings']:,} postings)")
+        if args.bulk_only:
+            out["pydna"] = {}
+            if not args.no_peers:
+                log("peers: loading the same rows …")
+                _r, out["peer_ingest"], out["peer_info"] = run_peers(
+                    corpus.docs(0, n), corpus.vectors(0, n), [], [], qids, queries, qvecs, qrels, cfg[1], cfg[2], 1,
+                    load_only=True)
+            return out
 
         qconn = connect(dsn)
         cpu = BackendCpu(qconn)
@@ -1433,6 +1457,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-floors", action="store_true",
                     help="skip the floors (COPY + to_tsvector into a plain table; HNSW build and inserts on a plain "
                          "pgvector table)")
+    ap.add_argument("--bulk-only", action="store_true",
+                    help="the bulk load (+ its floor unless --no-floors) and storage only; peers load the same rows "
+                         "(their ingest rates) unless --no-peers; no query, live or HNSW-floor phase")
+    ap.add_argument("--tree", type=Path, default=None,
+                    help="migrate the databases with this source tree's pydna (e.g. a git archive of an older "
+                         "commit) instead of this checkout's: its SQL measured by this bench")
     ap.add_argument("--keep", action="store_true", help="keep the databases (and the embedded server's folder)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale.json"))
     args = ap.parse_args(argv)

@@ -86,6 +86,8 @@ AS $$
 DECLARE
     st record;
     n bigint;
+    wm text := current_setting('work_mem');
+    pa text := current_setting('enable_presorted_aggregate');
 BEGIN
     -- source: a query with columns (kind, lexeme, doc_id, tf, len) over the documents of the new
     -- segment, parameterised by $1 scope, $2 model_id, $3 tenant, $4 doc_ids (the live documents
@@ -103,21 +105,46 @@ BEGIN
         RAISE EXCEPTION 'BM25 segment of % documents spans doc_ids % to %, more than 2^33 apart', st.n_docs, st.lo, st.hi
             USING ERRCODE = '54000', HINT = 'Compact more often (dna.bm25_compact) so segments stay close in doc_id.';
     END IF;
+    -- A segment is built like an index: its one sort gets maintenance_work_mem when that is larger
+    -- (a 10,000-document segment sorts ~90 MB of postings; spilling to disk costs ~1.8x).
+    IF pg_size_bytes(current_setting('maintenance_work_mem')) > pg_size_bytes(wm) THEN
+        PERFORM set_config('work_mem', current_setting('maintenance_work_mem'), true);
+    END IF;
+    PERFORM set_config('enable_presorted_aggregate', 'off', true);
+    -- The postings sorted by (lexeme, kind), each list then sorted by (impact DESC, doc_id) into
+    -- one packed array (per-list sorts: enable_presorted_aggregate off for the statement, as one
+    -- sort on all four keys costs ~4x more), then cut into its chunks by rank (array slices: the
+    -- chunk of rank r is dna.bm25_chunk_of(r), chunk c starts at rank 256 * (2^c - 1) + 1 for
+    -- c <= 5, then every 8192). A chunk's max_imp is the impact of its first posting (computed
+    -- again from the packed tf and len: the same expression on the same integers); a list of one
+    -- chunk takes max_tf and min_len from the aggregate, a longer one from its slices.
     EXECUTE format(
         'INSERT INTO dna.dna_bm25_chunks AS c (scope, model_id, tenant, lexeme, kind, seg_id, chunk,
                                               n, max_imp, max_tf, min_len, postings)
-         SELECT $1, $2, $3, r.lexeme, r.kind, $5, r.chunk, count(*), max(r.imp), max(r.tf), min(r.len),
-                array_agg((r.doc_id - $6) | (r.tf::int8 << 33) | (least(r.len, 2097151)::int8 << 42)
-                          ORDER BY r.imp DESC, r.doc_id)
-         FROM (SELECT s.*, dna.bm25_chunk_of(row_number() OVER (PARTITION BY s.lexeme, s.kind
-                                                              ORDER BY s.imp DESC, s.doc_id)) AS chunk
-               FROM (SELECT src.kind, src.lexeme COLLATE "C" AS lexeme, src.doc_id, src.tf, src.len,
+         SELECT $1, $2, $3, l.lexeme, l.kind, $5, g.chunk, least(l.n, g.hi) - g.lo + 1,
+                (((l.ps[g.lo] >> 33) & 511)::integer * ($7 + 1)
+                 / (((l.ps[g.lo] >> 33) & 511)::integer + $7 * (1 - $8 + $8 * (l.ps[g.lo] >> 42)::integer / $9)))::real,
+                CASE WHEN l.n <= 256 THEN l.max_tf
+                     ELSE (SELECT max(((x.p >> 33) & 511)::integer) FROM unnest(l.ps[g.lo:least(l.n, g.hi)]) AS x (p)) END,
+                CASE WHEN l.n <= 256 THEN l.min_len
+                     ELSE (SELECT min((x.p >> 42)::integer) FROM unnest(l.ps[g.lo:least(l.n, g.hi)]) AS x (p)) END,
+                CASE WHEN l.n <= 256 THEN l.ps ELSE l.ps[g.lo:least(l.n, g.hi)] END
+         FROM (SELECT s.lexeme, s.kind, count(*)::integer AS n, max(s.tf) AS max_tf, min(s.len) AS min_len,
+                      array_agg((s.doc_id - $6) | (s.tf::int8 << 33) | (least(s.len, 2097151)::int8 << 42)
+                                ORDER BY s.imp DESC, s.doc_id) AS ps
+               FROM (SELECT src.kind COLLATE "C" AS kind, src.lexeme COLLATE "C" AS lexeme, src.doc_id, src.tf, src.len,
                             (src.tf * ($7 + 1) / (src.tf + $7 * (1 - $8 + $8 * src.len / $9)))::real AS imp
-                     FROM (%s) AS src) AS s) AS r
-         GROUP BY r.lexeme, r.kind, r.chunk', source)
+                     FROM (%s) AS src) AS s
+               GROUP BY s.lexeme, s.kind) AS l,
+              LATERAL (SELECT x.c AS chunk,
+                              CASE WHEN x.c <= 5 THEN 256 * ((1 << x.c) - 1) + 1 ELSE 16129 + (x.c - 6) * 8192 END AS lo,
+                              CASE WHEN x.c <= 5 THEN 256 * ((1 << (x.c + 1)) - 1) ELSE 16128 + (x.c - 5) * 8192 END AS hi
+                       FROM generate_series(0, dna.bm25_chunk_of(l.n)) AS x (c)) AS g', source)
         USING scope, model_id, tenant, doc_ids, seg_id, st.lo, k1, b,
               greatest(st.total_len::float8 / st.n_docs, 1), source_segs;
     GET DIAGNOSTICS n = ROW_COUNT;
+    PERFORM set_config('work_mem', wm, true);
+    PERFORM set_config('enable_presorted_aggregate', pa, true);
     INSERT INTO dna.dna_bm25_segments (scope, model_id, tenant, seg_id, level, n_docs, total_len,
                                        avgdl_ref, k1, b, base_doc_id)
     VALUES (scope, model_id, tenant, seg_id, level, st.n_docs, st.total_len,
@@ -129,7 +156,9 @@ $$;
 COMMENT ON FUNCTION dna.bm25_build_segment(text, text, text, integer, integer, text, bigint[], double precision, double precision, integer[]) IS
 'Internal: writes segment seg_id of a partition from `source` (SQL yielding kind, lexeme, doc_id, tf, len '
 'over $1 scope, $2 model_id, $3 tenant, $4 doc_ids, $10 source_segs): chunk rows in impact order (impact = BM25 weight at '
-'the segment''s own average length, k1, b) and the segment row. Returns the number of chunk rows.';
+'the segment''s own average length, k1, b) and the segment row, from one sort of the postings (run with '
+'work_mem raised to maintenance_work_mem for the statement when that is larger, as an index build is). '
+'Returns the number of chunk rows.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_segment_level(n_docs bigint)
 RETURNS integer
@@ -162,10 +191,19 @@ BEGIN
         RETURN;
     END IF;
     SELECT * INTO cfg FROM dna.search_config(scope);   -- a bulk statement: its own level-0 segment
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0,
-        'SELECT f.kind, e.lexeme, f.doc_id, e.v::integer AS tf, f.doc_len AS len
-         FROM dna.dna_bm25_forward AS f, jsonb_each_text(f.terms) AS e (lexeme, v)
-         WHERE f.scope = $1 AND f.doc_id = ANY ($4)', doc_ids, cfg.bm25_k1, cfg.bm25_b);
+    -- Postings straight from the stored tsvectors (the forward rows hold the same terms as jsonb,
+    -- ~2x dearer to explode); doc_len from the forward row (its primary key is its only index: a
+    -- probe of dna_bm25_docs could be planned on its seg_id index, a scan of the whole partition
+    -- per document). One key probe per document of each table (LATERAL … OFFSET 0): never a scan
+    -- of the whole table, which would grow with every batch.
+    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg_id, 0, format(
+        'SELECT t.kind, u.lexeme, i.doc_id, coalesce(cardinality(u.positions), 1) AS tf, d.doc_len AS len
+         FROM unnest($4) AS i (doc_id)
+         CROSS JOIN LATERAL (SELECT t.kind, t.tsv FROM %s AS t WHERE t.scope = $1 AND t.doc_id = i.doc_id OFFSET 0) AS t
+         CROSS JOIN LATERAL (SELECT f.doc_len FROM dna.dna_bm25_forward AS f
+                             WHERE f.scope = $1 AND f.doc_id = i.doc_id OFFSET 0) AS d
+         CROSS JOIN LATERAL unnest(t.tsv) AS u', dna.search_table(dna.model_dims(model_id))),
+        doc_ids, cfg.bm25_k1, cfg.bm25_b);
 END
 $$;
 
@@ -359,18 +397,22 @@ BEGIN
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
     SELECT * INTO cfg FROM dna.search_config(scope);
     seg := nextval('dna.dna_bm25_seg_id_seq');
+    -- Postings decoded in the select list; the tombstone anti-join only when one of the segments
+    -- has tombstones (a merge after a bulk load has none).
     PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT c.kind, c.lexeme, s.base_doc_id + (x.p & 8589934591) AS doc_id,
-                ((x.p >> 33) & 511)::integer AS tf, (x.p >> 42)::integer AS len
-         FROM dna.dna_bm25_chunks AS c
-         JOIN dna.dna_bm25_segments AS s ON s.scope = c.scope AND s.model_id = c.model_id
-                                        AND s.tenant = c.tenant AND s.seg_id = c.seg_id,
-              unnest(c.postings) AS x (p)
-         WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3
-           AND c.seg_id = ANY ($10)
-           AND NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
+        'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
+                (q.p >> 42)::integer AS len
+         FROM (SELECT c.kind, c.lexeme, c.seg_id, s.base_doc_id AS base, unnest(c.postings) AS p
+               FROM dna.dna_bm25_chunks AS c
+               JOIN dna.dna_bm25_segments AS s ON s.scope = c.scope AND s.model_id = c.model_id
+                                              AND s.tenant = c.tenant AND s.seg_id = c.seg_id
+               WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3 AND c.seg_id = ANY ($10)) AS q'
+        || CASE WHEN EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
+                             WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant
+                               AND t.seg_id = ANY (segs)) THEN '
+         WHERE NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
                            WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3
-                             AND t.seg_id = c.seg_id AND t.doc_id = s.base_doc_id + (x.p & 8589934591))',
+                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END,
         ids, cfg.bm25_k1, cfg.bm25_b, segs);
     UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);

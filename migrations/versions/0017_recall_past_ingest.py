@@ -67,6 +67,25 @@ floors (issue 15 item 3, for recall): ``dna.recall`` gains ``min_similarity`` an
 (handed to ``dna.search``, whose lanes apply them) and, with either, the answer's ``floors`` (what each
 removed), so an agent can tell "nothing known" from "a weak match" through the verb it uses
 (``before_floors.sql`` drops the 0016 signature, ``undo_floors.sql`` the new one). No table changes.
+
+*ingest* (issue 11: bulk lexical ingest near its floor; ``bench/bulk_profile.py`` measures each phase).
+``sql/bm25_write.sql`` joins ``ORDER`` (run by no revision since 0010_scale, whose frozen copy is its
+``PREVIOUS``): a segment is built in one sort of its postings by (lexeme, kind) with each list sorted
+by (impact DESC, doc_id) in its aggregate (``enable_presorted_aggregate`` off and ``work_mem`` raised to
+``maintenance_work_mem`` for that statement), then cut into its chunks by array slices, instead of a
+window function over a sort on four keys and a second grouping; a bulk statement's segment reads the
+stored tsvectors (one key probe per document) instead of exploding the forward rows' jsonb; a merge
+decodes postings in the select list and anti-joins the tombstones only when its segments have some.
+Every chunk row is the one 0010-0016 built (``tests/test_bulk_segments.py`` compares them with that
+statement). ``sql/documents.sql``: ``dna.index_documents`` finds a batch's stored rows by key probes
+(``LATERAL … OFFSET 0``) instead of a hash join over a scan of the whole width table (which grew each
+batch with the table), and the default snippet is ``dna.text_snippet`` (the same text as
+``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``, replacing only the white-space runs that are not
+one plain space: ~6x cheaper). ``before_ingest.sql`` gives the ``dna_search_docs_valid_at`` trigger of
+every width table ``WHEN (dna.kind_has_trait(NEW.kind, 'memory.recallable'))``: the function changes
+nothing for other Kinds, so they no longer pay its PL/pgSQL call; ``undo_ingest.sql`` restores 0002's
+trigger. Nothing stored is rebuilt: segments, memtable and tombstones written at 0016 answer the same
+(``tests/test_ingest_migration.py``).
 """
 import sys
 from pathlib import Path
@@ -82,10 +101,11 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql", "documents.sql",
-         "search.sql", "memory_time.sql", "memory_scoring.sql", "memory_ranking.sql", "memory_kinds.sql",
-         "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql", "memory_erasure.sql", "memory_integrity.sql",
-         "memory_contradictions.sql", "consolidate.sql", "receipts.sql", "tenancy.sql")
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
+         "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
+         "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
+         "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
+         "receipts.sql", "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
             "receipts.sql", "tenancy.sql")
@@ -94,13 +114,14 @@ NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_as_of.sql", "memory_contra
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history"
             for name in ORDER if name not in NEW}
+PREVIOUS["bm25_write.sql"] = "0010_scale"     # run by no revision since 0010 (ingest: in ORDER from 0017)
 _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "search.sql", "memory_scoring.sql", "memory_ranking.sql",
-                            "memory_as_of.sql", "memory_verbs.sql", "memory_integrity.sql", "memory_contradictions.sql",
-                            "consolidate.sql", "receipts.sql")
+CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "bm25_write.sql", "documents.sql", "search.sql",
+                            "memory_scoring.sql", "memory_ranking.sql", "memory_as_of.sql", "memory_verbs.sql",
+                            "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql", "receipts.sql")
 
 
 def changed_files() -> list[str]:
