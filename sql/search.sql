@@ -1,8 +1,8 @@
 -- pydna SQL package — search plane: hybrid search (dense KNN + BM25 lexical lane from
 -- sql/bm25.sql, fused by the convex combination or dna.rrf, sql/fusion.sql) over passages,
 -- answered one hit per document (its best passage) or per passage; validation, width routing,
--- the model registry and the text helpers are sql/search_support.sql; writing documents is
--- sql/documents.sql. Tables come from the alembic revisions; this file only defines functions.
+-- the model registry, a scope's models and the text helpers are sql/search_support.sql; writing
+-- documents is sql/documents.sql. Tables come from the alembic revisions; this file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
 -- Hybrid search
@@ -11,55 +11,6 @@
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision);  -- before the personal parameter (0009_tenancy)
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean);  -- before valid_time
 DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz);  -- before passages (0013_passages)
-CREATE OR REPLACE FUNCTION dna.scope_models(scope text)
-RETURNS TABLE (model_id text, dims integer, documents bigint)
-LANGUAGE plpgsql STABLE
-AS $$
-#variable_conflict use_column
-DECLARE
-    w integer;
-BEGIN
-    FOR w IN SELECT dna.search_widths() LOOP
-        RETURN QUERY EXECUTE format('SELECT t.model_id, %s, count(*) FILTER (WHERE t.passage = 0)
-                                     FROM dna.%I AS t WHERE t.scope = $1
-                                     GROUP BY t.model_id ORDER BY t.model_id', w, 'dna_search_docs_' || w)
-            USING scope;
-    END LOOP;
-END
-$$;
-
-COMMENT ON FUNCTION dna.scope_models(text) IS
-'The model_ids that have documents in scope, with their width and document count (documents, not '
-'passages: rows at passage 0 the caller can see under row-level security), by width then model_id. dna.search names them in its NOTICE '
-'(SQLSTATE 02000) when the requested model_id has no documents in the scope.';
-
-CREATE OR REPLACE FUNCTION dna.scope_models_text(scope text)
-RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT coalesce(string_agg(format('%s (%s document%s)', m.model_id, m.documents,
-                                      CASE WHEN m.documents = 1 THEN '' ELSE 's' END), ', ' ORDER BY m.model_id),
-                    'none')
-    FROM dna.scope_models(scope) AS m
-$$;
-
-COMMENT ON FUNCTION dna.scope_models_text(text) IS
-'dna.scope_models(scope) as one line for messages: ''model_id (N documents), …'' by model_id, or ''none''.';
-
-CREATE OR REPLACE FUNCTION dna.scope_model(scope text, dims integer DEFAULT NULL)
-RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT m.model_id FROM dna.scope_models(scope) AS m
-    WHERE dims IS NULL OR m.dims = dims
-    ORDER BY m.documents DESC, m.model_id LIMIT 1
-$$;
-
-COMMENT ON FUNCTION dna.scope_model(text, integer) IS
-'The model_id a search of scope reads when the caller names none: the one with the most documents there '
-'(of width dims when given; ties by model_id), NULL when the scope has none. dna.search''s default, and '
-'what Client.search without an embedder searches (lexically).';
-
 CREATE OR REPLACE FUNCTION dna.search(
     scope text, query text,
     query_embedding vector DEFAULT NULL, model_id text DEFAULT NULL,

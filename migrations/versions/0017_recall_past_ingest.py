@@ -24,7 +24,10 @@ layout: ``sql/consolidate.sql`` (620 lines) split along its sections: claims and
 (``dna.memory_claims``, ``dna.claims_contradict``, ``dna.elect_survivor``, ``dna.contradiction_report``
 and their helpers) move to the new ``sql/memory_contradictions.sql``; the merge candidates and the verb
 stay. The same functions, the same texts; the downgrade re-runs 0015's consolidate.sql, which
-re-creates them all.
+re-creates them all. Likewise ``sql/memory_verbs.sql`` (699 lines): ``dna.forget``, ``dna.revive`` and
+``dna.list_memories`` move to the new ``sql/memory_lifecycle.sql`` (run right after it), and
+``sql/search.sql``'s scope-model helpers (``dna.scope_models``, ``dna.scope_models_text``,
+``dna.scope_model``) move to ``sql/search_support.sql``; the downgrade re-runs 0016's texts of both.
 
 recall (issue 15 item 1: recall ≥ search under the convex default). ``dna.recall``'s score is
 ``dna.search``'s hybrid score times the memory's standing only, ``dna.memory_factors``' factor =
@@ -104,13 +107,14 @@ depends_on = None
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
          "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
-         "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
-         "receipts.sql", "tenancy.sql")
+         "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
+         "consolidate.sql", "receipts.sql", "tenancy.sql")
 _BY_0016 = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
             "documents.sql", "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql",
             "receipts.sql", "tenancy.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_as_of.sql", "memory_contradictions.sql")
+NEW: tuple[str, ...] = ("memory_ranking.sql", "memory_as_of.sql", "memory_lifecycle.sql",
+                        "memory_contradictions.sql")
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history"
             for name in ORDER if name not in NEW}
@@ -121,7 +125,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
 CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "bm25_write.sql", "documents.sql", "search.sql",
                             "memory_scoring.sql", "memory_ranking.sql", "memory_as_of.sql", "memory_verbs.sql",
-                            "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql", "receipts.sql")
+                            "memory_lifecycle.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
+                            "receipts.sql")
 
 
 def changed_files() -> list[str]:
