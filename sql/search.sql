@@ -90,6 +90,17 @@ BEGIN
         RAISE EXCEPTION 'dense_weight must be between 0 and 1 (the lexical lane weighs 1 - dense_weight), got %',
             dense_weight USING ERRCODE = '22023', HINT = 'dense_weight is the dense lane''s share of the convex fusion: a number from 0 (the lexical lane alone) to 1 (the dense lane alone); NULL: the scope''s setting, else 0.4.';
     END IF;
+    -- A fusion's own knobs only: an argument the asked fusion would ignore is a mistake, not a no-op.
+    IF fusion = 'rrf' AND dense_weight IS NOT NULL THEN
+        RAISE EXCEPTION 'dense_weight is the convex fusion''s, but fusion => ''rrf'' was asked (got dense_weight %)',
+            dense_weight USING ERRCODE = '22023',
+            HINT = 'RRF is tuned by weights (dense, lexical) and rrf_k; leave dense_weight out, or ask fusion => ''convex''.';
+    END IF;
+    IF fusion = 'convex' AND (weights IS NOT NULL OR rrf_k IS NOT NULL) THEN
+        RAISE EXCEPTION 'weights and rrf_k are RRF''s, but fusion => ''convex'' was asked (got weights %, rrf_k %)',
+            coalesce(weights::text, 'NULL'), coalesce(rrf_k::text, 'NULL') USING ERRCODE = '22023',
+            HINT = 'The convex fusion is tuned by dense_weight (0..1); leave weights and rrf_k out, or ask fusion => ''rrf''.';
+    END IF;
     IF past_texts IS NOT NULL AND jsonb_typeof(past_texts) <> 'array' THEN
         RAISE EXCEPTION 'past_texts must be a JSON array of {kind, name, tenant, tsv}, got a JSON %',
             jsonb_typeof(past_texts) USING ERRCODE = '22023';
@@ -559,7 +570,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'answer the floors emptied raises a NOTICE (02000) with both counts. exact => true: exact dense scan (no HNSW); '
 'exact => NULL (default): exact when the scope holds at most dna.exact_scan_rows() (2000) rows of the model, else '
 'HNSW; exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
-'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score/fusion/dense_weight, weights not 2 finite values >= 0), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
+'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score/fusion/dense_weight, weights not 2 finite values >= 0, '
+'dense_weight with fusion rrf, weights or rrf_k with fusion convex), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
 'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
 'valid_time (world time, default now()): the documents of memories not in force then (valid_at of the '
 'record in dna_instances, copied to the document by trigger: forgotten, or valid from later) are left out '

@@ -84,3 +84,19 @@ def test_weights_without_a_fusion_select_rrf(docs):
     docs.execute("SELECT dna.set_search_config('fz', weights => '{1,0}')")
     assert _search(docs) == dense_only
     assert _search(docs, fusion="convex") == _search(docs, fusion="convex", dense_weight=0.4)
+
+
+@pytest.mark.parametrize("args,word", [({"fusion": "rrf", "dense_weight": 0.5}, "dense_weight is the convex fusion"),
+                                       ({"fusion": "convex", "weights": [1.0, 1.5]}, "weights and rrf_k are RRF"),
+                                       ({"fusion": "convex", "rrf_k": 60}, "weights and rrf_k are RRF")])
+def test_a_knob_of_the_other_fusion_is_refused_not_ignored(docs, args, word):
+    """An argument the asked fusion would ignore (found by a fresh-user trial: --fusion rrf
+    --dense-weight 0.5 answered as RRF, silently) is refused with a hint naming the fusion's own."""
+    with pytest.raises(psycopg.Error) as err:
+        _search(docs, **args)
+    assert err.value.sqlstate == "22023" and word in err.value.diag.message_primary
+    assert "leave" in err.value.diag.message_hint
+    # the scope's setting is not the call's: a scope set to convex still answers fusion => 'rrf'
+    docs.execute("SELECT dna.set_search_config('fz', fusion => 'convex', dense_weight => 0.7)")
+    assert _search(docs, fusion="rrf") == _search(docs, fusion="rrf", weights=[1.0, 1.5])
+    docs.execute("SELECT dna.set_search_config('fz', reset => true)")
