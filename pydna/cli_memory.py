@@ -258,8 +258,10 @@ def _pairs(values: Any) -> str:
             value = f"{value:.4g}"
         elif value == "":
             value = "''"
-        elif isinstance(value, (list, dict)):
-            value = ", ".join(map(str, value)) if isinstance(value, list) and value else (value or "none")
+        elif isinstance(value, dict):
+            value = "{" + _pairs(value) + "}" if value else "none"      # nested: rounded like the rest
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value) if value else "none"
         shown.append(f"{key} {value}")
     return " · ".join(shown)
 

@@ -506,3 +506,24 @@ def test_reconsolidation_is_fail_soft_and_never_waits(sql, dna_dsn):
                                                   "error": "row locked by another writer; skipped"}]
         other.rollback()
     assert "surface_count" not in spec_of(sql, "locked") and spec_of(sql, "free")["surface_count"] == 1
+
+
+def test_forget_of_an_unknown_name_hints_the_nearest_names(sql):
+    """P0002 for a typo'd name names the nearest names of the partition (fresh-user trial)."""
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    for name in ("deploy-friday", "office-lisbon", "office-porto"):
+        sql.execute("SELECT dna.remember('hint', %s, name => %s)", (Jsonb({"summary": name}), name))
+    for verb in ("forget", "revive"):
+        try:
+            sql.execute(f"SELECT dna.{verb}('hint', 'ofice-lisbon')")
+        except psycopg.errors.NoDataFound as err:
+            assert "no Engram/ofice-lisbon" in err.diag.message_primary
+            assert err.diag.message_hint.startswith("Nearest Engram names here: 'office-lisbon'"), err.diag.message_hint
+        else:
+            raise AssertionError(f"{verb} of an unknown name was not refused")
+    try:
+        sql.execute("SELECT dna.forget('empty-scope', 'x')")
+    except psycopg.errors.NoDataFound as err:
+        assert "here: none" in err.diag.message_hint

@@ -47,7 +47,9 @@ value. dna.take_receipt refuses a value that does not cast to its argument's typ
 (dna.receipt_arg, new: the cast's own SQLSTATE — 22P02, 22003, 22007 — with ``args.<name>``, the
 function, the type and the value) instead of a bare cast error. ``dna.search`` refuses (22023, with a
 hint) a knob of the fusion not asked: ``dense_weight`` with ``fusion => 'rrf'``, ``weights``/``rrf_k``
-with ``fusion => 'convex'`` (before, silently ignored). No schema change; no other answer changes. ``dna.verify_integrity`` / ``dna.reconcile`` (memory_integrity.sql):
+with ``fusion => 'convex'`` (before, silently ignored). A write verb's P0002 for an unknown memory
+(``dna.lock_memory``: forget, revive) hints the nearest names of the partition. No schema change; no
+other answer changes. ``dna.verify_integrity`` / ``dna.reconcile`` (memory_integrity.sql):
 their refusals carry hints (valid modes, actions, the registered model_ids), and a scope with no rows is
 reported as such (``scope_exists: false`` and a NOTICE naming the nearest scopes) instead of a bare ok.
 
