@@ -231,35 +231,59 @@ COMMENT ON FUNCTION dna.edit_distance(text, text) IS
 '''my-ap'' → ''my-app'' is 1, ''tema'' → ''team'' is 1). Characters compare exactly (case counts). '
 'O(length(a) x length(b)). NULL for NULL. Pure.';
 
+CREATE OR REPLACE FUNCTION dna.nearest_names(name text, candidates text[], n integer DEFAULT 3)
+RETURNS TABLE (name text, distance integer)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT c.name, dna.edit_distance(lower(nearest_names.name), lower(c.name))
+    FROM unnest(candidates) AS c(name)
+    WHERE nearest_names.name IS NOT NULL AND c.name <> nearest_names.name
+    ORDER BY 2, (c.name NOT LIKE left(nearest_names.name, 1) || '%'), c.name COLLATE "C"
+    LIMIT greatest(coalesce(n, 3), 0)
+$$;
+
+COMMENT ON FUNCTION dna.nearest_names(text, text[], integer) IS
+'The n (default 3) of candidates nearest to name, name itself left out: by dna.edit_distance of the '
+'lower-cased names, then those sharing its first character, then name. Every candidate is one however '
+'far (distance says how far). Empty when name is NULL or no other candidate exists. The "did you mean" '
+'of messages (dna.nearest_scopes, dna.lock_memory''s hint); as one line: dna.nearest_names_text. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.nearest_names_text(name text, candidates text[], n integer DEFAULT 3)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(string_agg(quote_literal(x.name), ', ' ORDER BY x.ord), 'none')
+    FROM dna.nearest_names(name, candidates, n) WITH ORDINALITY AS x(name, distance, ord)
+$$;
+
+COMMENT ON FUNCTION dna.nearest_names_text(text, text[], integer) IS
+'dna.nearest_names(name, candidates, n) as one line for messages: a, b, c nearest first, '
+'or ''none'' when no other candidate exists. Pure.';
+
 CREATE OR REPLACE FUNCTION dna.nearest_scopes(scope text, n integer DEFAULT 3)
 RETURNS TABLE (scope text, distance integer)
 LANGUAGE sql STABLE
 AS $$
-    SELECT s.name, dna.edit_distance(lower(nearest_scopes.scope), lower(s.name))
-    FROM dna.scope_names() AS s(name)
-    WHERE nearest_scopes.scope IS NOT NULL AND s.name <> nearest_scopes.scope
-    ORDER BY 2, (s.name NOT LIKE left(nearest_scopes.scope, 1) || '%'), s.name COLLATE "C"
-    LIMIT greatest(coalesce(n, 3), 0)
+    SELECT x.name, x.distance FROM dna.nearest_names(scope, ARRAY(SELECT s.name FROM dna.scope_names() AS s(name)), n) AS x
 $$;
 
 COMMENT ON FUNCTION dna.nearest_scopes(text, integer) IS
 'The n (default 3) existing scopes (dna.scope_names(): rows the caller can see) nearest to scope, '
-'scope itself left out: by dna.edit_distance of the lower-cased names, then those sharing its first '
-'character, then name. Every scope is a candidate however far (distance says how far), so a scope '
-'with no neighbour still gets the names that exist. Empty when no other scope exists. For the '
-'"did you mean" of messages: dna.nearest_scopes_text.';
+'scope itself left out: dna.nearest_names over them (by dna.edit_distance of the lower-cased names, '
+'then those sharing its first character, then name). Every scope is a candidate however far (distance '
+'says how far), so a scope with no neighbour still gets the names that exist. Empty when no other '
+'scope exists. For the "did you mean" of messages: dna.nearest_scopes_text.';
 
 CREATE OR REPLACE FUNCTION dna.nearest_scopes_text(scope text, n integer DEFAULT 3)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
-    SELECT coalesce(string_agg(quote_literal(s.scope), ', ' ORDER BY s.ord), 'none')
-    FROM dna.nearest_scopes(scope, n) WITH ORDINALITY AS s(scope, distance, ord)
+    SELECT dna.nearest_names_text(scope, ARRAY(SELECT s.name FROM dna.scope_names() AS s(name)), n)
 $$;
 
 COMMENT ON FUNCTION dna.nearest_scopes_text(text, integer) IS
-'dna.nearest_scopes(scope, n) as one line for messages: ''''a'', ''b'', ''c'''' nearest first, or ''none'' '
-'when no other scope exists.';
+'dna.nearest_scopes(scope, n) as one line for messages: a, b, c nearest first, or ''none'' '
+'when no other scope exists (dna.nearest_names_text over dna.scope_names()).';
 
 -- ---------------------------------------------------------------------------------------------
 -- Where a document was indexed from (dna.dna_document_sources, revision 0012_first_day)

@@ -63,21 +63,18 @@ BEGIN
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
     FOR UPDATE;
     IF stored IS NULL AND required_by IS NOT NULL THEN   -- spec is NOT NULL: no such row
-        -- Most often a typo: the hint names the nearest names of the partition (edit distance over
+        -- Most often a typo: the hint names the nearest names of the partition (dna.nearest_names over
         -- the 200 names beside it in sort order, so that the error path stays cheap in a large scope).
         RAISE EXCEPTION '%: no %/% in scope % (tenant %)', required_by, kind, name, quote_literal(scope),
             quote_literal(tenant) USING ERRCODE = 'P0002',
-            HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind, coalesce((
-                SELECT string_agg(quote_literal(c.name), ', ' ORDER BY c.d, c.name COLLATE "C")
-                FROM (SELECT b.name, dna.edit_distance(lower(b.name), lower(lock_memory.name)) AS d
-                      FROM ((SELECT i.name FROM dna.dna_instances AS i
-                             WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
-                               AND i.name >= lock_memory.name ORDER BY i.name LIMIT 100)
-                            UNION
-                            (SELECT i.name FROM dna.dna_instances AS i
-                             WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
-                               AND i.name < lock_memory.name ORDER BY i.name DESC LIMIT 100)) AS b
-                      ORDER BY 2, 1 LIMIT 3) AS c), 'none'));
+            HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind, dna.nearest_names_text(name, ARRAY(
+                (SELECT i.name FROM dna.dna_instances AS i
+                 WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
+                   AND i.name >= lock_memory.name ORDER BY i.name LIMIT 100)
+                UNION
+                (SELECT i.name FROM dna.dna_instances AS i
+                 WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
+                   AND i.name < lock_memory.name ORDER BY i.name DESC LIMIT 100)), 3));
     END IF;
 END
 $$;

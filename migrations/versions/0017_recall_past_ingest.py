@@ -48,7 +48,9 @@ value. dna.take_receipt refuses a value that does not cast to its argument's typ
 function, the type and the value) instead of a bare cast error. ``dna.search`` refuses (22023, with a
 hint) a knob of the fusion not asked: ``dense_weight`` with ``fusion => 'rrf'``, ``weights``/``rrf_k``
 with ``fusion => 'convex'`` (before, silently ignored). A write verb's P0002 for an unknown memory
-(``dna.lock_memory``: forget, revive) hints the nearest names of the partition. No schema change; no
+(``dna.lock_memory``: forget, revive) hints the nearest names of the partition, ranked by the new
+``dna.nearest_names`` / ``dna.nearest_names_text`` (catalog.sql), which ``dna.nearest_scopes`` and
+``dna.nearest_scopes_text`` now call (the same ranking and text as before). No schema change; no
 other answer changes. ``dna.verify_integrity`` / ``dna.reconcile`` (memory_integrity.sql):
 their refusals carry hints (valid modes, actions, the registered model_ids), and a scope with no rows is
 reported as such (``scope_exists: false`` and a NOTICE naming the nearest scopes) instead of a bare ok.
@@ -127,7 +129,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0017_recall_past_ingest/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ("fusion.sql", "search_support.sql", "bm25_write.sql", "documents.sql", "search.sql",
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25_write.sql", "documents.sql", "search.sql",
                             "memory_scoring.sql", "memory_ranking.sql", "memory_as_of.sql", "memory_verbs.sql",
                             "memory_lifecycle.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
                             "receipts.sql")
