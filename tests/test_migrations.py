@@ -91,7 +91,7 @@ def test_client_on_unmigrated_database_fails_loud_and_creates_nothing(empty_dsn)
 
 
 def test_head_re_runs_exactly_the_plane_files_it_changed():
-    """The head (0017) re-runs a static list of plane files (CHANGED): every file whose text differs
+    """The head (0018) re-runs a static list of plane files (CHANGED): every file whose text differs
     from the text released before it (PREVIOUS, frozen copies), and no other. A plane file edited
     without a new revision (or without freezing the head's text) shows up here."""
     import importlib.util
@@ -107,17 +107,18 @@ def test_head_re_runs_exactly_the_plane_files_it_changed():
         spec.loader.exec_module(module)
         return module
 
-    rev = load("0017_recall_past_ingest")
-    # a later revision that re-runs plane files takes this check over (its own CHANGED), and 0017
+    rev = load("0018_citus_ready")
+    # a later revision that re-runs plane files takes this check over (its own CHANGED), and 0018
     # then reads frozen copies of the texts it released
     assert set(rev.PREVIOUS) == set(rev.ORDER) - set(rev.NEW)
     differ = {name for name in rev.ORDER if name in rev.NEW or
               (root.parent / "sql" / name).read_text(encoding="utf-8")
               != (root / "versions" / rev.PREVIOUS[name] / name).read_text(encoding="utf-8")}
     assert differ == set(rev.CHANGED)
-    # 0016 reads the texts it released from its frozen copies, every one of them present
-    released = load("0016_answers_and_bounds")
-    assert all((root / "versions" / released.revision / name).exists() for name in released.CHANGED)
+    # 0016 and 0017 read the texts they released from their frozen copies, every one of them present
+    for name in ("0016_answers_and_bounds", "0017_recall_past_ingest"):
+        released = load(name)
+        assert all((root / "versions" / released.revision / f).exists() for f in released.CHANGED)
     # every plane file is run by some revision
     ran = set(rev.ORDER) | {"doors.sql", "bm25_write.sql"}
     assert {p.name for p in (root.parent / "sql").glob("*.sql")} <= ran
