@@ -21,7 +21,7 @@ from pathlib import Path
 from alembic import op
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
-from sql_files import defined_functions, read_sql  # noqa: E402
+from sql_files import defined_functions, read_statements  # noqa: E402
 
 revision = "0018_citus_ready"
 down_revision = "0017_recall_past_ingest"
@@ -77,21 +77,27 @@ def _added_functions() -> list[str]:
     return sorted(now - before)
 
 
+def _run(name: str, frozen_in: str | None) -> None:
+    """One ``op.execute`` per statement of a plane file or fragment (B9: Citus forwards an
+    ``op.execute`` string to the workers as one prepared statement, which holds one command)."""
+    for statement in read_statements(name, frozen_in=frozen_in):
+        op.execute(statement)
+
+
 def upgrade() -> None:
     for fragment in _fragments("before"):
-        op.execute(read_sql(fragment, frozen_in=revision))
+        _run(fragment, revision)
     for name in changed_files():
-        op.execute(read_sql(name, frozen_in=_released(name)))
+        _run(name, _released(name))
     for fragment in _fragments("after"):
-        op.execute(read_sql(fragment, frozen_in=revision))
+        _run(fragment, revision)
 
 
 def downgrade() -> None:
     for fragment in _fragments("undo"):
-        op.execute(read_sql(fragment, frozen_in=revision))
-    added = _added_functions()
-    if added:
-        op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))
+        _run(fragment, revision)
+    for name in _added_functions():
+        op.execute(f"DROP FUNCTION IF EXISTS dna.{name}")
     for name in ORDER:
         if name in changed_files() and name not in NEW:
-            op.execute(read_sql(name, frozen_in=PREVIOUS[name]))
+            _run(name, PREVIOUS[name])
