@@ -33,14 +33,14 @@ ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm
          "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
          "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
-         "consolidate.sql", "receipts.sql", "tenancy.sql")
+         "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 _BY_0017 = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25_write.sql", "documents.sql", "search.sql",
             "memory_scoring.sql", "memory_ranking.sql", "memory_as_of.sql", "memory_verbs.sql",
             "memory_lifecycle.sql", "memory_integrity.sql", "memory_contradictions.sql", "consolidate.sql",
             "receipts.sql")
 _BY_0016 = ("embedding.sql", "bm25.sql", "bm25_lane.sql", "memory_write.sql", "tenancy.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ()
+NEW: tuple[str, ...] = ("distribute.sql",)
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0017_recall_past_ingest" if name in _BY_0017 else
                    "0016_answers_and_bounds" if name in _BY_0016 else "0015_governed_history")
@@ -49,7 +49,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0018_citus_ready/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("distribute.sql",)
 
 
 def changed_files() -> list[str]:
