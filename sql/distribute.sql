@@ -425,6 +425,7 @@ AS $$
 DECLARE
     tbl regclass;
     models text[];
+    recallable text[];
     memories bigint;
     s text;
     n bigint;
@@ -444,9 +445,12 @@ BEGIN
             USING ERRCODE = '42501', HINT = 'Run it as a superuser or a BYPASSRLS role (as TRUNCATE needs the table owner).';
     END IF;
     EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', tbl);            -- readers go on; writers wait
-    EXECUTE format('SELECT count(*) FROM %s AS d WHERE dna.kind_has_trait(d.kind, ''memory.recallable'') AND EXISTS ('
+    -- The memory Kinds first, in a statement of their own: no dna function that reads a table is
+    -- called from inside a statement Citus pushes to a shard (B5).
+    recallable := dna.recallable_kinds();
+    EXECUTE format('SELECT count(*) FROM %s AS d WHERE d.kind = ANY ($1) AND EXISTS ('
                    'SELECT 1 FROM dna.dna_instances AS i WHERE i.scope = d.scope AND i.kind = d.kind AND i.name = d.name '
-                   'AND i.tenant = d.tenant AND NOT dna.is_redacted(i.spec))', tbl) INTO memories;
+                   'AND i.tenant = d.tenant AND NOT dna.is_redacted(i.spec))', tbl) INTO memories USING recallable;
     IF memories > 0 THEN
         RAISE EXCEPTION 'dna.clear_width(%): % holds % search documents of stored memories', dims, tbl, memories
             USING ERRCODE = '23001',
