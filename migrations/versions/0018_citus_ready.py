@@ -14,6 +14,25 @@ as in 0017.
 What changed
 ------------
 (each topic appends its paragraph here)
+
+distribute (issue 16 items 2 and 3, helper citus-guard): the new plane file ``sql/distribute.sql`` (in
+``ORDER`` after ``tenancy.sql``, ``NEW``). ``dna.distribute(shard_count)`` puts an installed pydna on a Citus
+cluster, run once by a DBA on the coordinator: the placement of every table comes from the catalog
+(``dna.distribution_plan``: ``dna_kinds``, ``dna_models``, ``dna_search_config`` reference tables; the
+tenancy maps per-node plain tables copied to every worker, ``dna.sync_tenancy_maps``, since a policy
+must not read a Citus table, citus-probe B5c; ``dna_index_staging`` and ``dna_api_keys`` on the
+coordinator; every other table with a scope column, ``dna_instances`` first, distributed by ``scope``
+and colocated with it; a table it cannot place is refused); with ``citus.enable_unsafe_triggers`` (B2)
+and ``citus.multi_shard_modify_mode = sequential`` set locally it drops the AFTER TRUNCATE triggers of
+the distributed tables (B8), distributes, and delegates the scope-routed verbs with
+``create_distributed_function(…, 'scope', colocate_with := 'dna.dna_instances')`` (``dna.search`` and
+``dna.bm25`` forced, S1). Idempotent; without Citus it refuses (0A000, hint docs/scale-out.md) and changes
+nothing. ``dna.distribution()`` reports the state; ``dna.clear_width(dims)`` replaces TRUNCATE of a width
+table scope by scope (on one server too). Every call to Citus goes through EXECUTE, so the file installs
+anywhere. No table changes, so no fragments. From this revision on every plane file and fragment runs
+one statement per ``op.execute`` (``sql_files.read_statements``, cut by PostgreSQL's parser, pglast: B9),
+as does the downgrade's drop of the added functions; 0002's downgrade drops its four triggers in one
+``op.execute`` each (the same statements, in the same order and transaction).
 """
 import sys
 from pathlib import Path
