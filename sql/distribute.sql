@@ -271,20 +271,27 @@ LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     method "char";
+    model "char";
 BEGIN
     IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
         RETURN 'local';
     END IF;
-    EXECUTE 'SELECT p.partmethod FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1' INTO method USING tbl;
-    RETURN CASE WHEN method IS NULL THEN 'local' WHEN method = 'h' THEN 'distributed'
-                WHEN method = 'n' THEN 'reference' ELSE 'citus:' || method END;
+    EXECUTE 'SELECT p.partmethod, p.repmodel FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1'
+        INTO method, model USING tbl;
+    RETURN CASE WHEN method IS NULL THEN 'local'
+                WHEN method = 'h' THEN 'distributed'
+                WHEN method = 'n' AND model = 't' THEN 'reference'
+                WHEN method = 'n' THEN 'citus_local'
+                ELSE 'citus:' || method END;
 END
 $$;
 
 COMMENT ON FUNCTION dna.citus_placement(regclass) IS
-'What Citus holds tbl as now: ''distributed'' (hash, pg_dist_partition.partmethod h), ''reference'' (n; '
-'a Citus local table with no distribution column is ''citus:n'' too, see pg_dist_partition), ''local'' (not '
-'a Citus table, or no Citus). Reads pg_dist_partition only through EXECUTE, so it runs without Citus.';
+'What Citus holds tbl as now (pg_dist_partition): ''distributed'' (partmethod h), ''reference'' (n, '
+'replicated to every node), ''citus_local'' (n, one placement: a table Citus converted because it '
+'references a reference table by foreign key, as the width tables do once dna_models is one), '
+'''local'' (not a Citus table, or no Citus). Reads pg_dist_partition only through EXECUTE, so it runs '
+'without Citus.';
 
 CREATE OR REPLACE FUNCTION dna.distribute(shard_count integer DEFAULT NULL)
 RETURNS jsonb
@@ -321,7 +328,9 @@ BEGIN
     -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first
     FOR r IN SELECT p.ord, p.tbl, p.placement FROM dna.distribution_plan() AS p
              WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord LOOP
-        IF dna.citus_placement(r.tbl) <> 'local' THEN
+        -- Done already: skipped. A Citus local table (a width table, converted when dna_models
+        -- became a reference table, since it references it) is distributed like a plain one.
+        IF dna.citus_placement(r.tbl) = r.placement THEN
             skipped := skipped || r.tbl::text;
             CONTINUE;
         END IF;
@@ -366,8 +375,8 @@ COMMENT ON FUNCTION dna.distribute(integer) IS
 'dna.clear_width) and distributes them by scope, dna_instances first and the rest colocated with it '
 '(shard_count: NULL = citus.shard_count, else 1..64000), then delegates dna.delegated_verbs() with '
 'create_distributed_function(…, ''scope'', colocate_with := ''dna.dna_instances''). Idempotent: a table '
-'Citus already holds is skipped (listed under already_citus); create_distributed_function is re-run '
-'(it updates). Returns {citus_version, reference, distributed, already_citus, truncate_triggers_dropped, '
+'Citus already holds as planned is skipped (listed under already_citus; a Citus local table is '
+'distributed); create_distributed_function is re-run (it updates). Returns {citus_version, reference, distributed, already_citus, truncate_triggers_dropped, '
 'per_node_maps, delegated_functions}. Errors: 0A000 without Citus (nothing changed; hint: '
 'docs/scale-out.md) or for a table with no placement; 22023 for a bad shard_count.';
 
