@@ -34,7 +34,6 @@ def _answers(conn):
         "rows": conn.execute("SELECT (SELECT count(*) FROM dna.dna_instances), (SELECT count(*) FROM dna.dna_versions), "
                              "(SELECT count(*) FROM dna.dna_search_docs_384), (SELECT count(*) FROM dna.dna_bm25_docs)"
                              ).fetchone(),
-        "triggers": conn.execute("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal").fetchone()[0],
     }
 
 
