@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # tests/: the modules reused here
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from citus_env import CITUS_DSN, reset_and_distribute, server  # noqa: E402
+from .citus_env import CITUS_DSN, reset_and_distribute, server  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-from citus_env import CITUS_DSN, reset_and_distribute
+from .citus_env import CITUS_DSN, reset_and_distribute
 
 MODEL = "dna-fake-hash-v1"
 
