@@ -39,6 +39,36 @@ def read_sql(name: str, frozen_in: str | None = None) -> TextClause:
     return text(wrapped.replace(":", "\\:"))
 
 
+def split_statements(sql: str) -> list[str]:
+    """The statements of ``sql``, one string each, in order, without their terminating semicolons.
+
+    Cut by PostgreSQL's own parser (``pglast``, libpg_query), so a semicolon inside a dollar-quoted
+    body, a string, a quoted identifier or a comment never splits. Citus forwards an
+    ``op.execute`` string to the workers as one prepared statement, which must hold exactly one
+    command (``cannot insert multiple commands into a prepared statement``, citus-probe B9); every
+    revision from 0018 on runs its SQL through this. Raises ``pglast.parser.ParseError`` (naming the
+    position) on text PostgreSQL would not parse either."""
+    import pglast  # the migration path's parser; a runtime dependency (pyproject.toml)
+
+    return [s.strip() for s in pglast.split(sql, with_parser=True) if s.strip()]
+
+
+def statements(sql: str) -> list[TextClause]:
+    """``split_statements(sql)``, each escaped as ``read_sql`` escapes (no colon is a bind
+    parameter), ready for one ``op.execute`` each."""
+    return [text(s.replace(":", "\\:")) for s in split_statements(sql)]
+
+
+def read_statements(name: str, frozen_in: str | None = None) -> list[TextClause]:
+    """``read_sql(name, frozen_in)`` one statement at a time: ``SET LOCAL check_function_bodies =
+    off``, every statement of the file in order, ``SET LOCAL check_function_bodies = on``. Run each
+    with its own ``op.execute``: the same catalog as the whole text (tests/test_split_statements.py),
+    and a text Citus accepts (B9)."""
+    body = plane_file(name, frozen_in).read_text(encoding="utf-8")
+    return ([text("SET LOCAL check_function_bodies = off")] + statements(body)
+            + [text("SET LOCAL check_function_bodies = on")])
+
+
 def defined_functions(name: str, frozen_in: str | None = None) -> set[str]:
     """The names of the ``dna.<function>``s the plane file ``name`` (or its frozen copy) defines."""
     return set(re.findall(r"CREATE OR REPLACE FUNCTION dna\.(\w+)\s*\(",

@@ -84,9 +84,18 @@ def world(sql, dna_dsn, roles):
     for ws, who, member_role in MEMBERS:
         sql.execute("INSERT INTO dna.dna_workspace_members (workspace, role_name, member_role) VALUES (%s, %s, %s)",
                     (ws, roles[who], member_role))
+    sync_maps(sql)
     w = World(dna_dsn, sql)
     yield w
     w.close()
+
+
+def sync_maps(sql):
+    """On Citus the maps are plain tables on every node: after writing them the DBA copies them to
+    the workers (dna.sync_tenancy_maps, docs/scale-out.md; tests/citus runs this module there). On one
+    server there is nothing to copy."""
+    if sql.execute("SELECT dna.citus_version() IS NOT NULL").fetchone()[0]:
+        sql.execute("SELECT dna.sync_tenancy_maps()")
 
 
 def one(conn, query, params=()):
