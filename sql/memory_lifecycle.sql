@@ -60,10 +60,8 @@ BEGIN
         updated := updated || jsonb_build_object('superseded_by_memory', superseded_by);
     END IF;
     IF updated <> stored THEN
-        PERFORM dna.set_op('forget');
-        UPDATE dna.dna_instances AS i SET spec = updated
+        UPDATE dna.dna_instances AS i SET spec = updated, op = 'forget'
         WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
-        PERFORM dna.set_op(NULL);
     END IF;
     RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
                               'valid_to', updated -> 'valid_to', 'already_forgotten', already,
@@ -110,11 +108,10 @@ BEGIN
     revival := jsonb_strip_nulls(jsonb_build_object('valid_to', stored -> 'valid_to', 'revived_at', dna.iso8601(at),
                                                     'superseded_by', stored -> 'superseded_by_memory',
                                                     'revived_by', revived_by));
-    PERFORM dna.set_op('revive');
     UPDATE dna.dna_instances AS i
-    SET spec = (stored - 'valid_to' - 'superseded_by_memory') || jsonb_build_object('revivals', revivals || jsonb_build_array(revival))
+    SET spec = (stored - 'valid_to' - 'superseded_by_memory') || jsonb_build_object('revivals', revivals || jsonb_build_array(revival)),
+        op = 'revive'
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
-    PERFORM dna.set_op(NULL);
     RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
                               'revived', true, 'already_in_force', false, 'revival', revival,
                               'revivals', jsonb_array_length(revivals) + 1);
@@ -155,7 +152,7 @@ BEGIN
         WHERE i.scope = scope AND i.kind = ANY (kinds)
           AND (i.tenant = tenant OR (i.tenant = '' AND NOT EXISTS (
                  SELECT 1 FROM dna.dna_instances AS t
-                 WHERE t.scope = i.scope AND t.kind = i.kind AND t.api_version = i.api_version
+                 WHERE t.scope = scope AND t.kind = i.kind AND t.api_version = i.api_version
                    AND t.name = i.name AND t.tenant = tenant)))
     ), f AS (
         SELECT m.* FROM m WHERE include_invalid OR m.valid
