@@ -26,6 +26,7 @@ DECLARE
     stored jsonb;
     updated jsonb;
     already boolean;
+    memory_kinds text[];
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     name := dna.check_key('name', name, 512);
@@ -42,9 +43,10 @@ BEGIN
         IF superseded_by = name THEN
             RAISE EXCEPTION 'forget: %/% cannot be superseded by itself', kind, name USING ERRCODE = '22023';
         END IF;
+        memory_kinds := dna.recallable_kinds();          -- by its own statement (sql/tenancy.sql, "Citus rules")
         IF NOT EXISTS (SELECT 1 FROM dna.dna_instances AS i
                        WHERE i.scope = scope AND i.name = superseded_by AND i.tenant IN (tenant, '')
-                         AND i.kind = ANY (dna.recallable_kinds())) THEN
+                         AND i.kind = ANY (memory_kinds)) THEN
             RAISE EXCEPTION 'forget: superseded_by names no memory: no % in scope % (tenant %)',
                 quote_literal(superseded_by), quote_literal(scope), quote_literal(tenant)
                 USING ERRCODE = '23503',

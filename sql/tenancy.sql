@@ -20,6 +20,35 @@
 --
 -- Tables come from revision 0009_tenancy; this file only defines functions.
 -- SQLSTATEs: 42501 no identity / not a member / reserved tenant, 22023 invalid argument.
+--
+-- Citus rules (issue 16, revision 0018_citus_ready). Past one machine the tables are distributed by
+-- scope (the maps, dna_kinds, dna_models and dna_search_config are reference or per-node tables).
+-- Every function of the package follows these rules, so that Citus runs it as a single node does;
+-- tests/test_citus_ready.py reads the plans of the verbs' statements to check them:
+--   1. No sublink in a row-level-security policy (Citus refuses the policy): dna.tenant_policy() is
+--      tenant = '' OR dna.tenant_visible(tenant, dna.visible_tenants()).
+--   2. No volatile or stable function in ON CONFLICT DO UPDATE SET: a time is excluded.<column>
+--      (the proposed row's default now(), the same value) or a value computed before.
+--   3. No LANGUAGE sql set-returning function that reads dna_* tables (Citus cannot plan it once
+--      inlined into a parameterized query): PL/pgSQL with RETURN QUERY (dna.search_config,
+--      dna.model_prefixes, dna.source_conflicts).
+--   4. No function that reads dna_* tables called inside a statement that reads dna_* tables (Citus
+--      pushes that statement to a shard and refuses the nested distributed read): the function runs
+--      by its own statement into a variable or an array, which the next statement unnests
+--      (dna.bm25_lane in dna.search and dna.bm25, dna.search in dna.recall, dna.search_config in
+--      dna.index_document), or the statement joins the table itself and calls a pure function
+--      (dna.memory_text_of). Triggers are exempt (Citus allows nested reads in triggers).
+--   5. No INSERT ... ON CONFLICT into a reference table (its upsert takes a lock that needs UPDATE
+--      rights): SELECT first, a plain INSERT only when absent, inside BEGIN ... EXCEPTION WHEN
+--      unique_violation (dna.register_model, dna.set_search_config).
+--   6. Every UPDATE/DELETE of a scope-keyed table names scope = <the argument> in its WHERE, so
+--      that it is a single-shard statement (the reconsolidation UPDATE of dna.recall; the passage
+--      DELETE of dna.index_documents).
+--   7. A correlated sublink on a scope-keyed table compares scope with the scope argument, not with
+--      the outer row's column (Citus cannot route t.scope inside an OR and scatters the query to
+--      every shard): the tenant overlay of dna.search and dna.list_memories.
+--   8. Nothing a trigger needs comes from a session setting (set_config never reaches a worker): the
+--      verb label of dna_versions.op is written by the verb into dna_instances.op.
 
 -- ---------------------------------------------------------------------------------------------
 -- Who is calling

@@ -51,7 +51,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # this one released into versions/0018_citus_ready/ and this revision reads them there.
 CHANGED: tuple[str, ...] = ("catalog.sql", "search_support.sql", "bm25.sql", "documents.sql", "search.sql",
                             "memory_scoring.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
-                            "memory_lifecycle.sql", "memory_erasure.sql", "tenancy.sql")
+                            "memory_lifecycle.sql", "memory_erasure.sql", "receipts.sql", "tenancy.sql")
 
 
 def changed_files() -> list[str]:
