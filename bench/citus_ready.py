@@ -96,19 +96,24 @@ def main() -> None:
     ap.add_argument("--dsn", required=True, help="a superuser DSN; a database dna_bench_citus is (re)created")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--reuse", action="store_true", help="the database of an earlier run (kept with --keep)")
+    ap.add_argument("--keep", action="store_true", help="keep the database and the role for --reuse")
     args = ap.parse_args()
     params = conninfo_to_dict(args.dsn)
-    with psycopg.connect(args.dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS dna_bench_citus")
-        conn.execute("CREATE DATABASE dna_bench_citus")
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
-        conn.execute(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
     admin = make_conninfo(**{**params, "dbname": "dna_bench_citus"})
     app = make_conninfo(**{**params, "dbname": "dna_bench_citus", "user": ROLE, "password": PASSWORD})
-    migrate.upgrade(admin, "0017_recall_past_ingest")
-    t0 = time.perf_counter()
-    load(admin, app)
-    print(f"loaded 5,000 base + 10,000 personal memories in {time.perf_counter() - t0:.0f} s", flush=True)
+    if not args.reuse:
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS dna_bench_citus")
+            conn.execute("CREATE DATABASE dna_bench_citus")
+            conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
+            conn.execute(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
+        migrate.upgrade(admin, "0017_recall_past_ingest")
+        t0 = time.perf_counter()
+        load(admin, app)
+        print(f"loaded 5,000 base + 10,000 personal memories in {time.perf_counter() - t0:.0f} s", flush=True)
+    else:
+        migrate.downgrade(admin, "0017_recall_past_ingest")
     queries = [memory_text(i * 37 + 5).split(" note ")[0].split()[i % 4:i % 4 + 3] for i in range(args.queries)]
     queries = [" ".join(q) for q in queries]
     rounds = []
@@ -130,9 +135,10 @@ def main() -> None:
         print(f"| {name} | {' | '.join(f'{r[2][name]:.2f}' for r in rounds)} | {rounds[1][2][name] / base:.3f} |")
     print(f"| load average (1 min, start-end) | {' | '.join(f'{r[4]:.2f}-{r[5]:.2f}' for r in rounds)} | |")
     print(f"\nanswers identical in all rounds: {same}")
-    with psycopg.connect(args.dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS dna_bench_citus")
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
+    if not args.keep:
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS dna_bench_citus")
+            conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
 
 
 if __name__ == "__main__":

@@ -280,15 +280,44 @@ def test_redact_records_its_label(sql):
     assert ops(sql, "gone") == ["redact"]                                 # earlier versions are erased
 
 
-# -- B1: the tenant policy has no sublink ------------------------------------------------------------
+# -- B1: the tenant policy (no sublink on Citus) -------------------------------------------------------
+
+SINGLE = "((tenant = ''::text) OR dna.tenant_visible(tenant, ( SELECT dna.visible_tenants() AS visible_tenants)))"
+CITUS = "((tenant = ''::text) OR dna.tenant_visible(tenant, dna.visible_tenants()))"
 
 
-def test_every_tenant_policy_is_without_a_sublink(sql):
+def test_every_tenant_policy_is_dna_tenant_policy_and_the_citus_form_has_no_sublink(sql):
     rows = sql.execute("SELECT tablename, qual, with_check FROM pg_policies WHERE schemaname = 'dna' "
                        "AND policyname = 'dna_tenant_isolation' ORDER BY 1").fetchall()
     tables = [r[0] for r in sql.execute("SELECT c.relname FROM dna.protected_tables() AS t "
                                         "JOIN pg_class AS c ON c.oid = t ORDER BY 1")]
     assert [r[0] for r in rows] == tables and len(tables) >= 9
-    for table, qual, check in rows:
-        assert qual == check and "SELECT" not in qual.upper(), (table, qual)
-        assert "tenant = ''" in qual and "dna.tenant_visible(tenant, dna.visible_tenants())" in qual
+    assert all(qual == check == SINGLE for _t, qual, check in rows)      # no Citus here: the InitPlan form
+    assert one(sql, "SELECT dna.tenant_policy() = dna.tenant_policy(false)") is True
+    citus = one(sql, "SELECT dna.tenant_policy(true)")
+    assert "SELECT" not in citus.upper() and citus.startswith("tenant = '' OR ")
+    sql.execute("CREATE TABLE dna.policy_probe (tenant text)")
+    sql.execute(f"CREATE POLICY p ON dna.policy_probe USING ({citus}) WITH CHECK ({citus})")
+    assert one(sql, "SELECT qual FROM pg_policies WHERE tablename = 'policy_probe'") == CITUS
+
+
+def test_both_policy_forms_admit_the_same_rows_to_a_real_role(sql, app):
+    sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, 'app-oid')", (APP,))
+    sql.execute("INSERT INTO dna.dna_workspace_members (workspace, role_name) VALUES ('acme', %s)", (APP,))
+    sql.execute("CREATE TABLE dna.policy_probe (tenant text)")
+    sql.execute("INSERT INTO dna.policy_probe VALUES (''), ('acme'), ('other'), ('personal:app-oid'), "
+                "('personal:someone-else'), ('*')")
+    sql.execute(f"GRANT SELECT, INSERT ON dna.policy_probe TO {APP}")
+    sql.execute("ALTER TABLE dna.policy_probe ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY")
+    seen = {}
+    for citus in (False, True):
+        expr = one(sql, "SELECT dna.tenant_policy(%s)", (citus,))
+        sql.execute("DROP POLICY IF EXISTS p ON dna.policy_probe")
+        sql.execute(f"CREATE POLICY p ON dna.policy_probe USING ({expr}) WITH CHECK ({expr})")
+        seen[citus] = sorted(r[0] for r in app.execute("SELECT tenant FROM dna.policy_probe"))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):       # WITH CHECK: not into another's partition
+            app.execute("INSERT INTO dna.policy_probe VALUES ('personal:someone-else')")
+        app.execute("INSERT INTO dna.policy_probe VALUES ('personal:app-oid')")
+    assert seen[False] == ["", "acme", "personal:app-oid"]
+    assert seen[True] == ["", "acme", "personal:app-oid", "personal:app-oid"]   # the row the first pass wrote
+    sql.execute("DROP TABLE dna.policy_probe")
