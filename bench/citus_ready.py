@@ -70,14 +70,14 @@ def load(admin_dsn: str, app_dsn: str) -> None:
                      (NOW, list(WORDS), len(WORDS)))
 
 
-def run_round(app_dsn: str, queries: list[str], reps: int) -> tuple[dict, dict]:
-    times: dict[str, list[float]] = {name: [] for name in CALLS}
+def run_round(app_dsn: str, queries: list[str], reps: int, calls: dict) -> tuple[dict, dict]:
+    times: dict[str, list[float]] = {name: [] for name in calls}
     answers: dict[tuple, object] = {}
     with psycopg.connect(app_dsn, autocommit=True) as conn:
-        for name, sql in CALLS.items():                                   # warm-up
+        for name, sql in calls.items():                                   # warm-up
             conn.execute(sql, {"q": queries[0], "now": NOW}).fetchone()
         for _ in range(reps):
-            for name, sql in CALLS.items():
+            for name, sql in calls.items():
                 for q in queries:
                     t0 = time.perf_counter()
                     row = conn.execute(sql, {"q": q, "now": NOW}).fetchone()[0]
@@ -98,6 +98,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--reuse", action="store_true", help="the database of an earlier run (kept with --keep)")
     ap.add_argument("--keep", action="store_true", help="keep the database and the role for --reuse")
+    ap.add_argument("--superuser", action="store_true",
+                    help="time as the superuser (no row-level security: the statements' shapes alone)")
     args = ap.parse_args()
     params = conninfo_to_dict(args.dsn)
     admin = make_conninfo(**{**params, "dbname": "dna_bench_citus"})
@@ -116,6 +118,8 @@ def main() -> None:
         migrate.downgrade(admin, "0017_recall_past_ingest")
     queries = [memory_text(i * 37 + 5).split(" note ")[0].split()[i % 4:i % 4 + 3] for i in range(args.queries)]
     queries = [" ".join(q) for q in queries]
+    # the superuser has no identity: the base scope's calls only
+    calls = {n: q for n, q in CALLS.items() if not (args.superuser and "personal" in n)}
     rounds = []
     for step in ("before", "after", "before again"):
         if step == "after":
@@ -123,14 +127,15 @@ def main() -> None:
         elif step == "before again":
             migrate.downgrade(admin, "0017_recall_past_ingest")
         load1 = os.getloadavg()[0]
-        medians, answers = run_round(app, queries, args.reps)
+        medians, answers = run_round(admin if args.superuser else app, queries, args.reps, calls)
         rounds.append((step, revision(admin), medians, answers, load1, os.getloadavg()[0]))
         print(f"round {step} ({rounds[-1][1]}) done", flush=True)
     same = all(r[3] == rounds[0][3] for r in rounds[1:])
-    print(f"\n{args.queries} queries x {args.reps} reps, median ms per call, as a non-superuser role (RLS on)")
+    who = "the superuser (no RLS)" if args.superuser else "a non-superuser role (RLS on)"
+    print(f"\n{args.queries} queries x {args.reps} reps, median ms per call, as {who}")
     print(f"| call | {' | '.join(f'{r[0]} ({r[1][:4]})' for r in rounds)} | after / before |")
     print("|---|" + "---|" * (len(rounds) + 1))
-    for name in CALLS:
+    for name in calls:
         base = (rounds[0][2][name] + rounds[2][2][name]) / 2
         print(f"| {name} | {' | '.join(f'{r[2][name]:.2f}' for r in rounds)} | {rounds[1][2][name] / base:.3f} |")
     print(f"| load average (1 min, start-end) | {' | '.join(f'{r[4]:.2f}-{r[5]:.2f}' for r in rounds)} | |")
