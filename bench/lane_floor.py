@@ -39,7 +39,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import BackendCpu  # noqa: E402
 
-SCOPE = "scale"
+SCOPE = "scale"      # bench/scale.py's scope; --scope for another (bench/beir.py: "beir")
 
 
 def train_claims(dataset: Path, n: int) -> list[str]:
@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--budgets", default="5000,10000,20000")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scope", default=SCOPE, help="the scope to read (default scale; bench/beir.py's is beir)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/lane-floor.json"))
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -115,8 +116,8 @@ def main() -> None:
             raise SystemExit("lane_floor.py needs the server on this machine (/proc/<backend pid>/schedstat)")
         conn.execute("SET jit = off")
         model = conn.execute("SELECT model_id FROM dna.dna_search_docs_384 WHERE scope = %s LIMIT 1",
-                             (SCOPE,)).fetchone()[0]
-        n_docs, avgl = conn.execute("SELECT n_docs, avg_len FROM dna.bm25_stats(%s, %s, '')", (SCOPE, model)).fetchone()
+                             (args.scope,)).fetchone()[0]
+        n_docs, avgl = conn.execute("SELECT n_docs, avg_len FROM dna.bm25_stats(%s, %s, '')", (args.scope, model)).fetchone()
         kk, kl = 1.2 * (1 - 0.4), 1.2 * 0.4 / avgl
         conn.execute("CREATE TEMP TABLE lane_floor_postings (p bigint, w float8)")
         conn.execute("CREATE TEMP TABLE lane_floor_arrays (w float8, ps bigint[])")
@@ -125,7 +126,7 @@ def main() -> None:
         t0 = time.time()
         for qi, claim in enumerate(claims):
             exact = conn.execute("SELECT doc_id FROM dna.bm25(%s, %s, %s, exact => true) ORDER BY score DESC, doc_id",
-                                 (SCOPE, claim, model)).fetchall()
+                                 (args.scope, claim, model)).fetchall()
             exact_ids = [r[0] for r in exact]
             terms = conn.execute("SELECT dna.bm25_terms(%s, 'english')", (claim,)).fetchone()[0] or []
             idf = conn.execute(
@@ -133,15 +134,15 @@ def main() -> None:
                 "FROM unnest(%s::text[]) WITH ORDINALITY AS t (lexeme, i) "
                 "CROSS JOIN LATERAL (SELECT coalesce(sum(c.n), 0) AS df FROM dna.dna_bm25_chunks AS c "
                 "WHERE c.scope = %s AND c.model_id = %s AND c.tenant = '' AND c.lexeme = t.lexeme) AS d",
-                (n_docs, terms, SCOPE, model)).fetchone()[0] or []
+                (n_docs, terms, args.scope, model)).fetchone()[0] or []
             for b in budgets:
                 lane_sql = "SELECT doc_id FROM dna.bm25(%s, %s, %s, budget => %s) ORDER BY score DESC, doc_id"
-                ids = [r[0] for r in conn.execute(lane_sql, (SCOPE, claim, model, b)).fetchall()]
-                rows[b]["lane"].append(cpu_of(conn, backend, lane_sql, (SCOPE, claim, model, b), args.rounds))
+                ids = [r[0] for r in conn.execute(lane_sql, (args.scope, claim, model, b)).fetchall()]
+                rows[b]["lane"].append(cpu_of(conn, backend, lane_sql, (args.scope, claim, model, b), args.rounds))
                 rows[b]["identical"] += ids == exact_ids
                 rows[b]["overlap"].append(len(set(ids) & set(exact_ids)) / max(1, min(10, len(exact_ids))))
                 conn.execute("TRUNCATE lane_floor_postings, lane_floor_arrays")
-                conn.execute(FILL, {"lex": terms, "w": idf, "scope": SCOPE, "model": model, "budget": b})
+                conn.execute(FILL, {"lex": terms, "w": idf, "scope": args.scope, "model": model, "budget": b})
                 # one array per 256 postings, like the lane's chunks, so unnest works on arrays as it does there
                 conn.execute("INSERT INTO lane_floor_arrays SELECT min(w), array_agg(p) FROM "
                              "(SELECT p, w, (row_number() OVER () - 1) / 256 AS g FROM lane_floor_postings) AS s GROUP BY g")

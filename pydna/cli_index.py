@@ -398,7 +398,7 @@ def index(
             with _progress_bar() as bar:
                 task = bar.add_task("indexing", total=inputs.count)
                 report = client.index(scope, inputs.records(), batch_size=batch_size, progress=progress,
-                                      passages=passages)
+                                      passages=passages, compact=False)   # compacted below, errors reported
         except KeyboardInterrupt:
             record_sources(client.conn, scope, inputs.keys[:written])
             stderr().print(Text(f"interrupted: {written} of {inputs.count} written; re-run to resume",
