@@ -32,12 +32,17 @@ RETURNS TABLE (ts_config regconfig, bm25_k1 double precision, bm25_b double prec
                weights double precision[], rrf_k double precision,
                dense_candidates integer, lexical_candidates integer,
                fusion text, dense_weight double precision)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT coalesce(c.ts_config, 'english'::regconfig), coalesce(c.bm25_k1, 1.2), coalesce(c.bm25_b, 0.4),
+BEGIN
+    -- PL/pgSQL, not SQL: Citus cannot plan a parameterized query over an inlined SQL function that
+    -- reads a Citus table (sql/tenancy.sql, "Citus rules"). The same row.
+    RETURN QUERY
+    SELECT coalesce(c.ts_config, 'english'::regconfig), coalesce(c.bm25_k1, 1.2::float8), coalesce(c.bm25_b, 0.4::float8),
            c.weights, c.rrf_k, c.dense_candidates, c.lexical_candidates, c.fusion, c.dense_weight
     FROM (SELECT 1) AS one
-    LEFT JOIN dna.dna_search_config AS c ON c.scope = search_config.scope
+    LEFT JOIN dna.dna_search_config AS c ON c.scope = search_config.scope;
+END
 $$;
 
 COMMENT ON FUNCTION dna.search_config(text) IS
@@ -96,8 +101,15 @@ BEGIN
             dense_candidates, lexical_candidates USING ERRCODE = '22023';
     END IF;
 
-    INSERT INTO dna.dna_search_config AS c (scope) VALUES (scope)
-    ON CONFLICT ON CONSTRAINT dna_search_config_pkey DO NOTHING;
+    -- SELECT first, then a plain INSERT (never INSERT … ON CONFLICT: dna_search_config is a
+    -- reference table on Citus, see dna.register_model).
+    IF NOT EXISTS (SELECT 1 FROM dna.dna_search_config AS c WHERE c.scope = scope) THEN
+        BEGIN
+            INSERT INTO dna.dna_search_config AS c (scope) VALUES (scope);
+        EXCEPTION WHEN unique_violation THEN
+            NULL;                                        -- a concurrent call created it: updated below
+        END;
+    END IF;
     UPDATE dna.dna_search_config AS c SET
         ts_config = CASE WHEN reset THEN coalesce(ts_config, 'english') ELSE coalesce(ts_config, c.ts_config) END,
         bm25_k1 = CASE WHEN reset THEN bm25_k1 ELSE coalesce(bm25_k1, c.bm25_k1) END,
@@ -261,6 +273,9 @@ DECLARE
     cfg record;
     tbl regclass;
     terms text[];
+    ids bigint[];
+    scores float8[];
+    certs boolean[];
 BEGIN
     scope := dna.check_key('scope', scope, 200);
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -284,15 +299,21 @@ BEGIN
     END IF;
     -- The top k (ties included, so the final order by name is exact) is cut before the join to
     -- the documents; kinds is applied in the postings, so only a name_prefix needs every score.
+    -- The lane runs by its own statement, its rows joined to the documents by the next (on Citus a
+    -- function reading dna_* tables cannot run inside a statement pushed to a shard: sql/tenancy.sql,
+    -- "Citus rules").
+    SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
+    INTO ids, scores, certs
+    FROM dna.bm25_lane(scope, model_id, tenant, terms, k1, b, CASE WHEN name_prefix IS NULL THEN k END, kinds,
+                       budget, exact) AS c;
     RETURN QUERY EXECUTE format(
         'SELECT d.kind, d.name, d.tenant, c.score, c.doc_id, c.exact
-         FROM dna.bm25_lane($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS c
-         JOIN %s AS d ON d.scope = $1 AND d.doc_id = c.doc_id
-         WHERE ($11::text IS NULL OR starts_with(d.name, $11))
+         FROM unnest($1::bigint[], $2::float8[], $3::boolean[]) AS c(doc_id, score, exact)
+         JOIN %s AS d ON d.scope = $4 AND d.doc_id = c.doc_id
+         WHERE ($5::text IS NULL OR starts_with(d.name, $5))
          ORDER BY c.score DESC, d.kind, d.name, d.tenant
-         LIMIT $12', tbl)
-        USING scope, model_id, tenant, terms, k1, b, CASE WHEN name_prefix IS NULL THEN k END, kinds,
-              budget, exact, name_prefix, k;
+         LIMIT $6', tbl)
+        USING ids, scores, certs, scope, name_prefix, k;
 END
 $$;
 

@@ -334,7 +334,7 @@ BEGIN
     FROM unnest(kinds, names, tenants, sources) AS x(kind, name, tenant, source)
     WHERE x.source IS NOT NULL
     ORDER BY x.kind, x.name, coalesce(x.tenant, '')
-    ON CONFLICT ON CONSTRAINT dna_document_sources_pkey DO UPDATE SET source = excluded.source, recorded_at = now()
+    ON CONFLICT ON CONSTRAINT dna_document_sources_pkey DO UPDATE SET source = excluded.source, recorded_at = excluded.recorded_at
     WHERE s.source IS DISTINCT FROM excluded.source;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -350,15 +350,28 @@ COMMENT ON FUNCTION dna.record_document_sources(text, text[], text[], text[], te
 CREATE OR REPLACE FUNCTION dna.source_conflicts(scope text, kinds text[], names text[], tenants text[],
                                                 sources text[])
 RETURNS TABLE (kind text, name text, tenant text, source text, new_source text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT s.kind, s.name, s.tenant, s.source, x.source
-    FROM unnest(kinds, names, tenants, sources) AS x(kind, name, tenant, source)
-    JOIN dna.dna_document_sources AS s
-      ON s.scope = source_conflicts.scope AND s.kind = x.kind AND s.name = x.name AND s.tenant = coalesce(x.tenant, '')
-    WHERE x.source IS NOT NULL AND s.source <> x.source
-      AND dna.document_exists(source_conflicts.scope, s.kind, s.name, s.tenant)
-    ORDER BY s.kind COLLATE "C", s.name COLLATE "C", s.tenant COLLATE "C"
+#variable_conflict use_column
+DECLARE
+    r record;
+BEGIN
+    -- PL/pgSQL, and dna.document_exists called by its own statement per row: Citus plans no SQL
+    -- set-returning function over dna_* tables in a parameterized query, nor a function reading
+    -- dna_* tables inside a statement it pushes to a shard (sql/tenancy.sql, "Citus rules").
+    FOR r IN SELECT s.kind, s.name, s.tenant, s.source, x.source AS new_source
+             FROM unnest(kinds, names, tenants, sources) AS x(kind, name, tenant, source)
+             JOIN dna.dna_document_sources AS s
+               ON s.scope = source_conflicts.scope AND s.kind = x.kind AND s.name = x.name
+              AND s.tenant = coalesce(x.tenant, '')
+             WHERE x.source IS NOT NULL AND s.source <> x.source
+             ORDER BY s.kind COLLATE "C", s.name COLLATE "C", s.tenant COLLATE "C" LOOP
+        IF dna.document_exists(source_conflicts.scope, r.kind, r.name, r.tenant) THEN
+            kind := r.kind; name := r.name; tenant := r.tenant; source := r.source; new_source := r.new_source;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END
 $$;
 
 COMMENT ON FUNCTION dna.source_conflicts(text, text[], text[], text[], text[]) IS

@@ -323,6 +323,9 @@ BEGIN
     IF shard_count IS NOT NULL THEN
         PERFORM set_config('citus.shard_count', shard_count::text, true);
     END IF;
+    -- 0. the tenant policy without a sublink (B1: Citus refuses one on a distributed table):
+    -- dna.tenant_policy() gives that form now that the citus extension is installed
+    PERFORM dna.protect_table(t) FROM dna.protected_tables() AS t;
     -- 1. the tenancy maps: plain tables on every node (B5c)
     maps := dna.sync_tenancy_maps() -> 'maps';
     -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first
@@ -369,7 +372,8 @@ $$;
 COMMENT ON FUNCTION dna.distribute(integer) IS
 'Citus only, on the coordinator, as a superuser, once after `dna db upgrade` (and again after a revision '
 'that adds a table): puts pydna on the cluster as dna.distribution_plan() says. In one transaction, with '
-'citus.enable_unsafe_triggers = on and citus.multi_shard_modify_mode = sequential (SET LOCAL): copies '
+'citus.enable_unsafe_triggers = on and citus.multi_shard_modify_mode = sequential (SET LOCAL): re-creates the '
+'tenant policy of every protected table in its sublink-free form (dna.protect_table, dna.tenant_policy), copies '
 'the tenancy maps to every worker (dna.sync_tenancy_maps), makes dna_kinds, dna_models and '
 'dna_search_config reference tables, drops the AFTER TRUNCATE triggers of the scope-keyed tables (use '
 'dna.clear_width) and distributes them by scope, dna_instances first and the rest colocated with it '

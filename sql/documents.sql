@@ -41,6 +41,7 @@ DECLARE
     old_hash text;
     old_has_embedding boolean;
     action text;
+    ts regconfig;
     emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
@@ -91,17 +92,19 @@ BEGIN
                                   'text_hash', new_hash, 'embedded', old_has_embedding);
     END IF;
 
-    -- ts_config: the scope's text-search configuration (dna.set_search_config; default english).
+    -- ts_config: the scope's text-search configuration (dna.set_search_config; default english), read
+    -- by its own statement (Citus: no function reading dna_* tables inside a statement on a shard).
+    SELECT c.ts_config INTO ts FROM dna.search_config(scope) AS c;
     EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
                                         embedding, ts_config)
-                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, c.ts_config FROM dna.search_config($1) AS c
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
                     SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                         body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
-                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = now()', tbl)
+                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, dna.text_snippet(body)),
-              coalesce(body, ''), emb;
+              coalesce(body, ''), emb, ts;
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
 END
@@ -288,14 +291,14 @@ BEGIN
             SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                 body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
                 heading = excluded.heading, char_start = excluded.char_start, char_end = excluded.char_end,
-                updated_at = now()
+                updated_at = excluded.updated_at
             RETURNING 1),
         docs AS (
             SELECT s.kind, s.name, max(s.passage) AS last FROM src AS s GROUP BY s.kind, s.name),
         gone AS (
             -- the passages past each document's last, found by key probes (as above), deleted by ctid
             DELETE FROM %1$s AS t
-            WHERE t.ctid = ANY (ARRAY(
+            WHERE t.scope = $1 AND t.ctid = ANY (ARRAY(
                 SELECT x.ctid FROM docs AS d
                 CROSS JOIN LATERAL (SELECT y.ctid FROM %1$s AS y
                                     WHERE y.scope = $1 AND y.kind = d.kind AND y.name = d.name AND y.tenant = $2

@@ -25,6 +25,7 @@ AS $$
 DECLARE
     cfg regconfig;
     lq tsquery;
+    kind_fields jsonb;                                   -- Kind -> embed_fields, read by its own statement (Citus)
 BEGIN
     scope := dna.check_scope(scope);                     -- 22023 outside the name rule (sql/catalog.sql)
     IF as_of IS NULL THEN
@@ -35,6 +36,7 @@ BEGIN
     tenant := coalesce(tenant, '');
     cfg := (SELECT c.ts_config FROM dna.search_config(scope) AS c);
     lq := CASE WHEN coalesce(btrim(query), '') <> '' THEN dna.lexical_query(query, cfg) END;
+    kind_fields := (SELECT jsonb_object_agg(k.kind, k.embed_fields) FROM dna.dna_kinds AS k);
     -- One statement: the versions recorded after as_of (index dna_versions_scope_created), grouped
     -- per record into its first version after as_of and its latest version's digest (the latest is a
     -- copy of the record as it is now); then the version just before that first one, by the record's
@@ -59,7 +61,10 @@ BEGIN
     FROM moved AS m
     JOIN LATERAL (SELECT v.text_digest,
                          CASE WHEN v.ts_config = cfg THEN v.text_tsv
-                              ELSE dna.text_tsvector(cfg, dna.memory_text(v.kind, v.spec)) END AS tsv
+                              ELSE dna.text_tsvector(cfg, dna.memory_text_of(
+                                       CASE WHEN jsonb_typeof(kind_fields -> v.kind) = 'array'
+                                            THEN ARRAY(SELECT jsonb_array_elements_text(kind_fields -> v.kind)) END,
+                                       v.spec)) END AS tsv
                   FROM dna.dna_versions AS v
                   WHERE v.scope = scope AND v.id = m.id AND v.version = m.first_after - 1
                     AND v.kind = m.kind AND v.api_version = m.api_version AND v.name = m.name

@@ -86,10 +86,8 @@ BEGIN
         'valid_to', coalesce(CASE WHEN dna.json_truthy(stored -> 'valid_to') THEN stored -> 'valid_to' END,
                              to_jsonb(dna.iso8601(at)))));
     -- 1. The record becomes its tombstone (the write path appends it as a version).
-    PERFORM dna.set_op('redact');
-    UPDATE dna.dna_instances AS i SET spec = tombstone
+    UPDATE dna.dna_instances AS i SET spec = tombstone, op = 'redact'
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
-    PERFORM dna.set_op(NULL);
     -- 2. Every earlier version goes (dna.versions_append_only allows it for a tombstone's record).
     DELETE FROM dna.dna_versions AS v
     WHERE v.scope = scope AND v.kind = kind AND v.api_version = api AND v.name = name AND v.tenant = tenant

@@ -23,6 +23,12 @@ AS $$
 DECLARE
     w integer;
     t text;
+    memory_kinds text[] := dna.recallable_kinds();       -- by their own statements (sql/tenancy.sql, "Citus rules")
+    no_search_row text := '';
+    rows_kinds text[];
+    rows_names text[];
+    rows_tenants text[];
+    rows_models text[];
 BEGIN
     FOR w IN SELECT dna.search_widths() LOOP
         t := 'dna.dna_search_docs_' || w;
@@ -46,37 +52,44 @@ BEGIN
                                                   'search_valid_at', s.valid_at::text, 'record_valid_at', i.valid_at::text)
             FROM %s AS s
             JOIN dna.dna_instances AS i ON i.scope = s.scope AND i.kind = s.kind AND i.name = s.name AND i.tenant = s.tenant
-            WHERE s.scope = $1 AND i.kind = ANY (dna.recallable_kinds()) AND s.valid_at IS DISTINCT FROM i.valid_at
-            $q$, t) USING scope;
+            WHERE s.scope = $1 AND i.kind = ANY ($2) AND s.valid_at IS DISTINCT FROM i.valid_at
+            $q$, t) USING scope, memory_kinds;
         RETURN QUERY EXECUTE format($q$
             SELECT 'rows', jsonb_build_object('kind', s.kind, 'name', s.name, 'tenant', s.tenant, 'model_id', s.model_id,
                                               'problem', 'search row without a record')
             FROM %s AS s
-            WHERE s.scope = $1 AND s.kind = ANY (dna.recallable_kinds())
+            WHERE s.scope = $1 AND s.kind = ANY ($2)
               AND NOT EXISTS (SELECT 1 FROM dna.dna_instances AS i
-                              WHERE i.scope = s.scope AND i.kind = s.kind AND i.name = s.name AND i.tenant = s.tenant)
-            $q$, t) USING scope;
+                              WHERE i.scope = $1 AND i.kind = s.kind AND i.name = s.name AND i.tenant = s.tenant)
+            $q$, t) USING scope, memory_kinds;
         RETURN QUERY EXECUTE format($q$
             SELECT 'vectors', jsonb_build_object('kind', s.kind, 'name', s.name, 'tenant', s.tenant, 'model_id', s.model_id,
                                                  'passage', s.passage)
             FROM %s AS s WHERE s.scope = $1 AND s.embedding IS NULL
-              AND EXISTS (SELECT 1 FROM %s AS o WHERE o.scope = s.scope AND o.model_id = s.model_id AND o.kind = s.kind
+              AND EXISTS (SELECT 1 FROM %s AS o WHERE o.scope = $1 AND o.model_id = s.model_id AND o.kind = s.kind
                                                   AND o.embedding IS NOT NULL)
             $q$, t, t) USING scope;
+        -- a BM25 document is orphaned when no width table holds its doc_id (one NOT EXISTS per width)
+        no_search_row := no_search_row || format(' AND NOT EXISTS (SELECT 1 FROM %s AS s WHERE s.scope = $1 '
+                                                 'AND s.model_id = d.model_id AND s.doc_id = d.doc_id)', t);
     END LOOP;
-    RETURN QUERY
-        SELECT 'lexical', jsonb_build_object('kind', d.kind, 'tenant', d.tenant, 'model_id', d.model_id, 'doc_id', d.doc_id,
-                                             'problem', 'BM25 document without a search row')
-        FROM dna.dna_bm25_docs AS d
-        WHERE d.scope = scope AND NOT EXISTS (SELECT 1 FROM dna.search_row_exists(d.scope, d.model_id, d.doc_id) AS e WHERE e);
-    -- Every memory record has a search row under each model_id the scope's memories use.
+    RETURN QUERY EXECUTE
+        'SELECT ''lexical''::text, jsonb_build_object(''kind'', d.kind, ''tenant'', d.tenant, ''model_id'', d.model_id,
+                                                    ''doc_id'', d.doc_id, ''problem'', ''BM25 document without a search row'')
+         FROM dna.dna_bm25_docs AS d WHERE d.scope = $1' || no_search_row USING scope;
+    -- Every memory record has a search row under each model_id the scope's memories use (those rows
+    -- read first, by their own statement).
+    SELECT coalesce(array_agg(x.kind), '{}'), coalesce(array_agg(x.name), '{}'), coalesce(array_agg(x.tenant), '{}'),
+           coalesce(array_agg(x.model_id), '{}')
+    INTO rows_kinds, rows_names, rows_tenants, rows_models
+    FROM dna.memory_search_rows(scope) AS x;
     RETURN QUERY
         SELECT 'rows', jsonb_build_object('kind', i.kind, 'name', i.name, 'tenant', i.tenant, 'model_id', m.model_id,
                                           'problem', 'record without a search row')
         FROM dna.dna_instances AS i
-        CROSS JOIN (SELECT DISTINCT x.model_id FROM dna.memory_search_rows(scope) AS x) AS m
-        WHERE i.scope = scope AND i.kind = ANY (dna.recallable_kinds()) AND NOT dna.is_redacted(i.spec)
-          AND NOT EXISTS (SELECT 1 FROM dna.memory_search_rows(scope) AS x
+        CROSS JOIN (SELECT DISTINCT x.model_id FROM unnest(rows_models) AS x(model_id)) AS m
+        WHERE i.scope = scope AND i.kind = ANY (memory_kinds) AND NOT dna.is_redacted(i.spec)
+          AND NOT EXISTS (SELECT 1 FROM unnest(rows_kinds, rows_names, rows_tenants, rows_models) AS x(kind, name, tenant, model_id)
                           WHERE x.model_id = m.model_id AND x.kind = i.kind AND x.name = i.name AND x.tenant = i.tenant);
     RETURN QUERY
         SELECT 'history', jsonb_build_object('kind', i.kind, 'name', i.name, 'tenant', i.tenant,
@@ -85,9 +98,9 @@ BEGIN
                                                              ELSE 'the latest version is not the record' END)
         FROM dna.dna_instances AS i
         LEFT JOIN LATERAL (SELECT x.version, x.spec, x.valid_at FROM dna.dna_versions AS x
-                           WHERE x.scope = i.scope AND x.kind = i.kind AND x.api_version = i.api_version
+                           WHERE x.scope = scope AND x.kind = i.kind AND x.api_version = i.api_version
                              AND x.name = i.name AND x.tenant = i.tenant ORDER BY x.version DESC LIMIT 1) AS v ON true
-        WHERE i.scope = scope AND i.kind = ANY (dna.recallable_kinds())
+        WHERE i.scope = scope AND i.kind = ANY (memory_kinds)
           AND (v.version IS NULL OR v.spec IS DISTINCT FROM i.spec OR v.valid_at IS DISTINCT FROM i.valid_at);
 END
 $$;
@@ -127,11 +140,12 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     w integer;
+    memory_kinds text[] := dna.recallable_kinds();       -- by its own statement (sql/tenancy.sql, "Citus rules")
 BEGIN
     FOR w IN SELECT dna.search_widths() LOOP
         RETURN QUERY EXECUTE format('SELECT s.kind, s.name, s.tenant, s.model_id FROM dna.%I AS s
-                                     WHERE s.scope = $1 AND s.kind = ANY (dna.recallable_kinds())', 'dna_search_docs_' || w)
-            USING scope;
+                                     WHERE s.scope = $1 AND s.kind = ANY ($2)', 'dna_search_docs_' || w)
+            USING scope, memory_kinds;
     END LOOP;
 END
 $$;
@@ -192,6 +206,10 @@ DECLARE
     n bigint;
     fixed jsonb := '{}'::jsonb;
     todo jsonb;
+    memory_kinds text[] := dna.recallable_kinds();       -- by their own statements (sql/tenancy.sql, "Citus rules")
+    vec_kinds text[];
+    vec_names text[];
+    vec_tenants text[];
 BEGIN
     scope := dna.check_scope(scope);
     IF action IS NULL OR action NOT IN ('report', 'rebuild_lexical', 'reembed') THEN
@@ -211,14 +229,19 @@ BEGIN
                       HINT = format('Registered model_ids: %s.', coalesce((SELECT string_agg(quote_literal(m.model_id), ', ' ORDER BY m.model_id)
                                                                             FROM dna.dna_models AS m), 'none'));
         END IF;
+        SELECT coalesce(array_agg(v.kind), '{}'), coalesce(array_agg(v.name), '{}'), coalesce(array_agg(v.tenant), '{}')
+        INTO vec_kinds, vec_names, vec_tenants
+        FROM dna.integrity_vectors(scope, model_id) AS v;
         SELECT coalesce(jsonb_agg(jsonb_build_object('kind', i.kind, 'name', i.name, 'tenant', i.tenant,
-                                                     'text', dna.memory_text(i.kind, i.spec),
-                                                     'title', left(coalesce(nullif(i.spec ->> 'summary', ''), dna.memory_text(i.kind, i.spec)), 240))
+                                                     'text', dna.memory_text_of(dk.embed_fields, i.spec),
+                                                     'title', left(coalesce(nullif(i.spec ->> 'summary', ''),
+                                                                            dna.memory_text_of(dk.embed_fields, i.spec)), 240))
                                   ORDER BY i.kind, i.name, i.tenant), '[]'::jsonb)
         INTO todo
         FROM dna.dna_instances AS i
-        WHERE i.scope = scope AND i.kind = ANY (dna.recallable_kinds()) AND NOT dna.is_redacted(i.spec)
-          AND NOT EXISTS (SELECT 1 FROM dna.integrity_vectors(scope, model_id) AS v
+        LEFT JOIN dna.dna_kinds AS dk ON dk.kind = i.kind
+        WHERE i.scope = scope AND i.kind = ANY (memory_kinds) AND NOT dna.is_redacted(i.spec)
+          AND NOT EXISTS (SELECT 1 FROM unnest(vec_kinds, vec_names, vec_tenants) AS v(kind, name, tenant)
                           WHERE v.kind = i.kind AND v.name = i.name AND v.tenant = i.tenant);
         RETURN jsonb_build_object('scope', scope, 'action', action, 'model_id', model_id,
                                   'count', jsonb_array_length(todo), 'to_embed', todo);
@@ -258,10 +281,10 @@ BEGIN
     n := 0;
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('WITH u AS (UPDATE dna.%I AS s SET valid_at = i.valid_at FROM dna.dna_instances AS i
-                                   WHERE s.scope = $1 AND i.scope = s.scope AND i.kind = s.kind AND i.name = s.name
-                                     AND i.tenant = s.tenant AND i.kind = ANY (dna.recallable_kinds())
+                                   WHERE s.scope = $1 AND i.scope = $1 AND i.kind = s.kind AND i.name = s.name
+                                     AND i.tenant = s.tenant AND i.kind = ANY ($2)
                                      AND s.valid_at IS DISTINCT FROM i.valid_at RETURNING 1)
-                        SELECT count(*) FROM u', 'dna_search_docs_' || w) INTO r USING scope;
+                        SELECT count(*) FROM u', 'dna_search_docs_' || w) INTO r USING scope, memory_kinds;
         n := n + r.count;
     END LOOP;
     fixed := fixed || jsonb_build_object('validity', n);

@@ -26,6 +26,7 @@ DECLARE
     stored jsonb;
     updated jsonb;
     already boolean;
+    memory_kinds text[];
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     name := dna.check_key('name', name, 512);
@@ -42,9 +43,10 @@ BEGIN
         IF superseded_by = name THEN
             RAISE EXCEPTION 'forget: %/% cannot be superseded by itself', kind, name USING ERRCODE = '22023';
         END IF;
+        memory_kinds := dna.recallable_kinds();          -- by its own statement (sql/tenancy.sql, "Citus rules")
         IF NOT EXISTS (SELECT 1 FROM dna.dna_instances AS i
                        WHERE i.scope = scope AND i.name = superseded_by AND i.tenant IN (tenant, '')
-                         AND i.kind = ANY (dna.recallable_kinds())) THEN
+                         AND i.kind = ANY (memory_kinds)) THEN
             RAISE EXCEPTION 'forget: superseded_by names no memory: no % in scope % (tenant %)',
                 quote_literal(superseded_by), quote_literal(scope), quote_literal(tenant)
                 USING ERRCODE = '23503',
@@ -60,10 +62,8 @@ BEGIN
         updated := updated || jsonb_build_object('superseded_by_memory', superseded_by);
     END IF;
     IF updated <> stored THEN
-        PERFORM dna.set_op('forget');
-        UPDATE dna.dna_instances AS i SET spec = updated
+        UPDATE dna.dna_instances AS i SET spec = updated, op = 'forget'
         WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
-        PERFORM dna.set_op(NULL);
     END IF;
     RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
                               'valid_to', updated -> 'valid_to', 'already_forgotten', already,
@@ -110,11 +110,10 @@ BEGIN
     revival := jsonb_strip_nulls(jsonb_build_object('valid_to', stored -> 'valid_to', 'revived_at', dna.iso8601(at),
                                                     'superseded_by', stored -> 'superseded_by_memory',
                                                     'revived_by', revived_by));
-    PERFORM dna.set_op('revive');
     UPDATE dna.dna_instances AS i
-    SET spec = (stored - 'valid_to' - 'superseded_by_memory') || jsonb_build_object('revivals', revivals || jsonb_build_array(revival))
+    SET spec = (stored - 'valid_to' - 'superseded_by_memory') || jsonb_build_object('revivals', revivals || jsonb_build_array(revival)),
+        op = 'revive'
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
-    PERFORM dna.set_op(NULL);
     RETURN jsonb_build_object('kind', kind, 'name', name, 'scope', scope, 'tenant', tenant,
                               'revived', true, 'already_in_force', false, 'revival', revival,
                               'revivals', jsonb_array_length(revivals) + 1);
@@ -155,7 +154,7 @@ BEGIN
         WHERE i.scope = scope AND i.kind = ANY (kinds)
           AND (i.tenant = tenant OR (i.tenant = '' AND NOT EXISTS (
                  SELECT 1 FROM dna.dna_instances AS t
-                 WHERE t.scope = i.scope AND t.kind = i.kind AND t.api_version = i.api_version
+                 WHERE t.scope = scope AND t.kind = i.kind AND t.api_version = i.api_version
                    AND t.name = i.name AND t.tenant = tenant)))
     ), f AS (
         SELECT m.* FROM m WHERE include_invalid OR m.valid

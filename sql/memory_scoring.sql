@@ -261,6 +261,25 @@ COMMENT ON FUNCTION dna.engram_text(jsonb) IS
 'The text a memory is embedded and indexed by: spec area, title, summary, body — present (truthy) '
 'fields only, space-joined, trimmed; '''' when none. Pure. Golden: engram_text.';
 
+CREATE OR REPLACE FUNCTION dna.memory_text_of(fields text[], spec jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF fields IS NULL OR fields = '{area,title,summary,body}'::text[] THEN
+        RETURN dna.engram_text(spec);
+    END IF;
+    RETURN (SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
+            FROM unnest(fields) WITH ORDINALITY AS u(f, o)
+            WHERE dna.json_truthy(spec -> f));
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_text_of(text[], jsonb) IS
+'dna.memory_text given the Kind''s embed_fields (NULL: an Engram''s, dna.engram_text): the fields present '
+'in spec, space-joined, trimmed. Pure, so a statement that already joined dna_kinds calls it per row '
+'without a nested read (Citus: no function reading dna_* tables inside a statement on a shard).';
+
 CREATE OR REPLACE FUNCTION dna.memory_text(kind text, spec jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -269,12 +288,7 @@ DECLARE
     fields text[];
 BEGIN
     SELECT dk.embed_fields INTO fields FROM dna.dna_kinds AS dk WHERE dk.kind = memory_text.kind;
-    IF fields IS NULL OR fields = '{area,title,summary,body}'::text[] THEN
-        RETURN dna.engram_text(spec);
-    END IF;
-    RETURN (SELECT regexp_replace(coalesce(string_agg(spec ->> f, ' ' ORDER BY o), ''), '^\s+|\s+$', '', 'g')
-            FROM unnest(fields) WITH ORDINALITY AS u(f, o)
-            WHERE dna.json_truthy(spec -> f));
+    RETURN dna.memory_text_of(fields, spec);
 END
 $$;
 

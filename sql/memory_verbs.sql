@@ -134,11 +134,10 @@ BEGIN
     END IF;
 
     IF action <> 'unchanged' THEN
-        PERFORM dna.set_op('remember');
-        INSERT INTO dna.dna_instances AS i (scope, kind, api_version, name, tenant, spec)
-        SELECT scope, kind, api, name, tenant, merged
-        ON CONFLICT ON CONSTRAINT dna_instances_pkey DO UPDATE SET spec = excluded.spec;
-        PERFORM dna.set_op(NULL);
+        -- The verb's label rides in the row (op), read by the history trigger wherever it runs.
+        INSERT INTO dna.dna_instances AS i (scope, kind, api_version, name, tenant, spec, op)
+        SELECT scope, kind, api, name, tenant, merged, 'remember'
+        ON CONFLICT ON CONSTRAINT dna_instances_pkey DO UPDATE SET spec = excluded.spec, op = excluded.op;
     END IF;
     SELECT i.spec INTO merged FROM dna.dna_instances AS i
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant;
@@ -267,6 +266,7 @@ DECLARE
     past_keys text[] := '{}';                        -- their keys: name, kind, tenant joined by chr(31)
     removed_dense bigint;                            -- candidates the relevance floors removed (dna.search)
     removed_lexical bigint;
+    search_hits dna.search_hit[];                    -- dna.search's answer, by its own statement (Citus)
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -311,11 +311,12 @@ BEGIN
         past_keys := ARRAY(SELECT p.name || chr(31) || p.kind || chr(31) || p.tenant FROM unnest(past_rows) AS p);
     END IF;
 
-    -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), then the
-    -- spec in force (now) or believed (as_of, from dna_versions), validity at world time, re-score.
-    WITH s AS MATERIALIZED (
-        SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
-        FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
+    -- Candidates: hybrid search over the memory Kinds (the filters run inside each lane), run as its
+    -- own statement (on Citus no function reading dna_* tables runs inside a statement pushed to a
+    -- shard: sql/tenancy.sql, "Citus rules"); then the spec in force (now) or believed (as_of, from
+    -- dna_versions), validity at world time, re-score.
+    search_hits := ARRAY(
+        SELECT x FROM dna.search(scope, query, query_embedding, model_id, k => depth, kinds => kinds,
                         -- the lanes as deep as dna.search's own at k (its default, unless the scope sets one),
                         -- so that the pool's first k are the answer dna.search gives at k
                         candidates => lane_depth,
@@ -326,9 +327,13 @@ BEGIN
                         -- as_of: the memories restated since, ranked by their past text (above)
                         past => past_rows,
                         -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
-                        min_similarity => min_similarity, min_lexical_score => min_lexical_score) AS x
+                        min_similarity => min_similarity, min_lexical_score => min_lexical_score) AS x);
+    WITH s AS MATERIALIZED (
+        SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
+        FROM unnest(search_hits) AS x
     ), c AS (
         SELECT s.*, i.spec AS cur_spec, i.valid_at AS cur_valid, i.created_at AS cur_created, i.name IS NOT NULL AS stored,
+               dk.embed_fields AS kind_fields,
                av.spec AS past_spec, av.valid_at AS past_valid, av.version AS past_version,
                av.created_at AS past_recorded, hist.first_version
         FROM s
@@ -381,7 +386,7 @@ BEGIN
                        'retention', round(rk.retention::numeric, 4),
                        -- ranked by its past text: title and snippet from that text, not today's row
                        'title', CASE WHEN NOT rk.by_past THEN rk.title END,
-                       'snippet', CASE WHEN rk.by_past THEN left(dna.memory_text(rk.kind, rk.spec), 240)
+                       'snippet', CASE WHEN rk.by_past THEN left(dna.memory_text_of(rk.kind_fields, rk.spec), 240)
                                        ELSE rk.snippet END,
                        'ranked_by', CASE WHEN rk.by_past THEN 'past_text' END, 'similarity', rk.similarity,
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
@@ -405,7 +410,6 @@ BEGIN
         -- Light reconsolidation of the surfaced Engrams, in one statement; fail-soft and never waits:
         -- a row locked by another writer is skipped (SKIP LOCKED) and named in reconsolidation_errors.
         BEGIN
-            PERFORM dna.set_op('reconsolidate');
             WITH want AS (
                 SELECT e.value ->> 'name' AS name, e.value ->> 'tenant' AS tenant, e.ord
                 FROM jsonb_array_elements(top) WITH ORDINALITY AS e(value, ord) WHERE e.value ->> 'kind' = 'Engram'
@@ -416,9 +420,10 @@ BEGIN
                 WHERE i.scope = scope AND i.kind = 'Engram'
                 FOR UPDATE OF i SKIP LOCKED
             ), upd AS (
-                UPDATE dna.dna_instances AS i SET spec = dna.reconsolidated_spec(i.spec, world, query, actor)
+                UPDATE dna.dna_instances AS i SET spec = dna.reconsolidated_spec(i.spec, world, query, actor),
+                                                  op = 'reconsolidate'
                 FROM locked AS l
-                WHERE i.scope = l.scope AND i.kind = l.kind AND i.api_version = l.api_version
+                WHERE i.scope = scope AND i.scope = l.scope AND i.kind = l.kind AND i.api_version = l.api_version
                   AND i.name = l.name AND i.tenant = l.tenant
                 RETURNING i.name, i.tenant
             )
@@ -430,7 +435,6 @@ BEGIN
                              FROM want AS w WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.name = w.name
                                                                                       AND l.tenant = w.tenant)), '[]'::jsonb)
             INTO done, failed;
-            PERFORM dna.set_op(NULL);
         EXCEPTION WHEN OTHERS THEN
             failed := jsonb_build_array(jsonb_build_object('name', NULL, 'sqlstate', SQLSTATE, 'error', SQLERRM));
             done := '[]'::jsonb;

@@ -167,6 +167,10 @@ DECLARE
 BEGIN
     SELECT k.traits INTO traits FROM dna.dna_kinds AS k WHERE k.kind = NEW.kind;
     IF TG_OP = 'UPDATE' THEN
+        -- op: the verb of this write (recorded in dna_versions.op by dna.instances_after_write). Kept
+        -- only when this statement named it (marked by dna.instances_op_named); the label the row kept
+        -- from its previous write is not this write's (a raw UPDATE is recorded as update).
+        NEW.op := CASE WHEN starts_with(NEW.op, chr(1)) THEN nullif(substr(NEW.op, 2), '') END;
         NEW.updated_at := now();
         NEW.created_at := OLD.created_at;
         NEW.id := OLD.id;
@@ -213,7 +217,8 @@ COMMENT ON FUNCTION dna.instances_before_write() IS
 'into a tombstone (42501); any other spec passes the history guard dna.guard_memory_history (a stored valid_to is lifted only by dna.revive, '
 '55000 when a write moves it; revivals and cues_history only grow; surface_count never decreases). '
 '(2) For memory Kinds, valid_at := dna.spec_valid_at(spec). (3) id and created_at are immutable, '
-'updated_at = now().';
+'updated_at = now(). (4) op (the verb label dna.instances_after_write records) is this write''s: on UPDATE '
+'kept only when the statement named it (dna.instances_op_named), else NULL.';
 
 CREATE OR REPLACE FUNCTION dna.versions_append_only()
 RETURNS trigger
@@ -296,7 +301,7 @@ AS $$
 DECLARE
     next_version integer;
     keep integer;
-    label text := nullif(current_setting('dna.op', true), '');
+    label text := NEW.op;                                -- the verb, carried by the row (dna.instances_before_write)
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.spec = OLD.spec AND NEW.valid_at = OLD.valid_at
        AND NEW.api_version = OLD.api_version THEN
@@ -325,8 +330,9 @@ $$;
 COMMENT ON FUNCTION dna.instances_after_write() IS
 'AFTER INSERT OR UPDATE trigger of dna.dna_instances: the one write path''s history. Appends the full '
 'envelope (id, spec, valid_at) as the next version of dna.dna_versions with created_at = transaction '
-'time (clock_timestamp() under the row lock) and op = the verb (setting dna.op: remember, '
-'reconsolidate, forget, revive) or insert/update; an UPDATE that changes nothing appends nothing. Then '
+'time (clock_timestamp() under the row lock) and op = the verb that wrote the row (its op column: remember, '
+'reconsolidate, forget, revive, redact; carried with the data, so any node running the trigger records it) '
+'or insert/update; an UPDATE that changes nothing appends nothing. Then '
 'prunes versions of that record beyond the Kind''s version_retention (Engram keeps 3; NULL keeps all): '
 'the only path that removes versions (dna.versions_append_only enforces it).';
 
@@ -424,12 +430,20 @@ COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
 'remember with valid_from/valid_to) changes, copies it to the search documents of that record in every '
 'width table (every model_id), so dna.search leaves retired memories out at once.';
 
-CREATE OR REPLACE FUNCTION dna.set_op(label text)
-RETURNS void
-LANGUAGE sql
+CREATE OR REPLACE FUNCTION dna.instances_op_named()
+RETURNS trigger
+LANGUAGE plpgsql
 AS $$
-    SELECT set_config('dna.op', coalesce(label, ''), true)
+BEGIN
+    -- BEFORE UPDATE OF op (named dna_instances_before_op, so it fires before dna_instances_before_write):
+    -- marks the label as written by this statement (chr(1) in front), which dna.instances_before_write
+    -- keeps (and unmarks); an UPDATE that does not name op gets no label.
+    NEW.op := chr(1) || coalesce(NEW.op, '');
+    RETURN NEW;
+END
 $$;
 
-COMMENT ON FUNCTION dna.set_op(text) IS
-'Names the verb the next writes of this transaction belong to (recorded as dna_versions.op). Transaction-local.';
+COMMENT ON FUNCTION dna.instances_op_named() IS
+'BEFORE UPDATE OF op trigger of dna.dna_instances (dna_instances_before_op, revision 0018_citus_ready): '
+'marks the op the statement wrote, so that dna.instances_before_write tells a label this write named from '
+'the label the row kept from its previous write (an UPDATE not naming op is recorded as update).';

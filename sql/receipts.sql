@@ -219,11 +219,15 @@ COMMENT ON FUNCTION dna.receipt_revision() IS
 
 CREATE OR REPLACE FUNCTION dna.receipt_settings(verb text, scope text, model_id text, answer jsonb, keep_query boolean)
 RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT jsonb_build_object(
-        'search_config', (SELECT to_jsonb(c) || jsonb_build_object('ts_config', c.ts_config::text)
-                          FROM dna.search_config(scope) AS c),
+DECLARE
+    cfg jsonb;
+BEGIN
+    -- The scope's settings by their own statement (sql/tenancy.sql, "Citus rules"); the same object.
+    cfg := (SELECT to_jsonb(c) || jsonb_build_object('ts_config', c.ts_config::text) FROM dna.search_config(scope) AS c);
+    RETURN jsonb_build_object(
+        'search_config', cfg,
         'model', (SELECT jsonb_build_object('model_id', m.model_id, 'dims', m.dims, 'query_prefix', m.query_prefix,
                                             'document_prefix', m.document_prefix)
                   FROM dna.dna_models AS m WHERE m.model_id = receipt_settings.model_id),
@@ -239,7 +243,8 @@ AS $$
                                    #- '{lexical,removed_by_floor}' #- '{lexical,exact}' #- '{lexical,cut_at}'
                                    #- '{fused_candidates}' #- '{filters}'
                                    #- CASE WHEN keep_query THEN '{}' ELSE '{lexical,terms}' END::text[]
-                       ELSE answer #- '{pool,returned}' #- '{pool,in_force}' #- '{pool,dropped}' #- '{filters}' END)
+                       ELSE answer #- '{pool,returned}' #- '{pool,in_force}' #- '{pool,dropped}' #- '{filters}' END);
+END
 $$;
 
 COMMENT ON FUNCTION dna.receipt_settings(text, text, text, jsonb, boolean) IS
@@ -301,6 +306,7 @@ DECLARE
     scope text;
     model_id text;
     digests record;
+    settings jsonb;
     out jsonb;
 BEGIN
     PERFORM dna.receipt_verb(verb);
@@ -347,10 +353,11 @@ BEGIN
     END IF;
     scope := args ->> 'scope';
     SELECT * INTO digests FROM dna.receipt_query_digests(rid, query, emb);
+    -- read by its own statement, not inside the INSERT (sql/tenancy.sql, "Citus rules")
+    settings := dna.receipt_settings(verb, scope, model_id, run -> 'answer', keep_query);
     INSERT INTO dna.dna_search_receipts (receipt_id, verb, scope, tenant, args, settings, results,
                                          inputs_digest, query_digest, embedding_digest, query, query_embedding)
-    VALUES (rid, verb, scope, tenant, args,
-            dna.receipt_settings(verb, scope, model_id, run -> 'answer', keep_query),
+    VALUES (rid, verb, scope, tenant, args, settings,
             run -> 'results',
             dna.receipt_inputs_digest(rid, verb, scope, tenant, args, digests.query_digest, digests.embedding_digest),
             digests.query_digest, digests.embedding_digest,

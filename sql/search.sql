@@ -273,7 +273,7 @@ BEGIN
              ELSE '(t.name || chr(31) || t.kind || chr(31) || t.tenant) NOT IN (SELECT unnest($29::text[]))' END,
         CASE WHEN tenant = '' THEN 't.tenant = '''''
              ELSE format('(t.tenant = $6 OR (t.tenant = '''' AND NOT EXISTS (
-                SELECT 1 FROM %s AS s WHERE s.scope = t.scope AND s.model_id = t.model_id
+                SELECT 1 FROM %s AS s WHERE s.scope = $1 AND s.model_id = t.model_id
                  AND s.kind = t.kind AND s.name = t.name AND s.tenant = $6)))', tbl) END);
 
     IF NOT degraded THEN
@@ -320,11 +320,15 @@ BEGIN
     -- Scores are rounded to 12 significant digits (dna.score_round): mathematically equal BM25
     -- scores that float arithmetic left 1 ulp apart tie, and order by key.
     -- The lane's certificate (exact) is carried to every hit.
+    -- The lane runs by its own statement (below, under the statement's settings) into arrays ($33
+    -- doc_ids, $34 scores, $35 certificates) that this joins to the documents: on Citus a function
+    -- reading dna_* tables cannot run inside a statement pushed to a shard (sql/tenancy.sql, "Citus
+    -- rules"). The same rows as the lane called in the FROM.
     lexical_sql :=
         'SELECT d.kind, d.name, d.tenant, d.passage, c.score AS lexical_score, c.exact,
                 row_number() OVER (ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage)::integer AS rnk
          FROM (SELECT c.doc_id, dna.score_round(c.score) AS score, c.exact
-               FROM dna.bm25_lane($1, $2, $6, $8, $14, $15, $16, $5) AS c) AS c
+               FROM unnest($33::bigint[], $34::float8[], $35::boolean[]) AS c(doc_id, score, exact)) AS c
          JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
          WHERE ($7::text IS NULL OR starts_with(d.name, $7))
            AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
@@ -424,6 +428,13 @@ BEGIN
     -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
+    -- The lexical lane (without past texts: with them it ran above), by its own statement.
+    IF past_keys IS NULL THEN
+        SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
+        INTO lane_ids, lane_scores, lane_exact
+        FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b,
+                           CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, kinds) AS c;
+    END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),

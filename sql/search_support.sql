@@ -157,9 +157,18 @@ BEGIN
         END IF;
         EXIT WHEN i = 2;
         PERFORM dna.search_table(dims);                   -- unknown width: fail before writing
-        INSERT INTO dna.dna_models AS m (model_id, dims, description, query_prefix, document_prefix)
-        VALUES (model_id, dims, description, coalesce(query_prefix, ''), coalesce(document_prefix, ''))
-        ON CONFLICT ON CONSTRAINT dna_models_pkey DO NOTHING;
+        IF known.dims IS NULL THEN
+            -- Absent: a plain INSERT, never INSERT … ON CONFLICT. On Citus dna_models is a reference
+            -- table, whose upsert locks it in a mode only UPDATE/DELETE/TRUNCATE rights allow (an
+            -- app role has SELECT and INSERT). A concurrent registration of the same model_id wins
+            -- the race harmlessly: its row is read and checked on the second pass.
+            BEGIN
+                INSERT INTO dna.dna_models AS m (model_id, dims, description, query_prefix, document_prefix)
+                VALUES (model_id, dims, description, coalesce(query_prefix, ''), coalesce(document_prefix, ''));
+            EXCEPTION WHEN unique_violation THEN
+                NULL;
+            END;
+        END IF;
     END LOOP;
     RETURN jsonb_build_object('model_id', model_id, 'dims', known.dims, 'table', dna.search_table(known.dims)::text,
                               'query_prefix', known.query_prefix, 'document_prefix', known.document_prefix);
@@ -178,9 +187,13 @@ COMMENT ON FUNCTION dna.register_model(text, integer, text, text, text) IS
 
 CREATE OR REPLACE FUNCTION dna.model_prefixes(model_id text)
 RETURNS TABLE (query_prefix text, document_prefix text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT m.query_prefix, m.document_prefix FROM dna.dna_models AS m WHERE m.model_id = model_prefixes.model_id
+BEGIN
+    -- PL/pgSQL, not SQL (Citus: see dna.search_config).
+    RETURN QUERY
+    SELECT m.query_prefix, m.document_prefix FROM dna.dna_models AS m WHERE m.model_id = model_prefixes.model_id;
+END
 $$;
 
 COMMENT ON FUNCTION dna.model_prefixes(text) IS

@@ -20,6 +20,37 @@
 --
 -- Tables come from revision 0009_tenancy; this file only defines functions.
 -- SQLSTATEs: 42501 no identity / not a member / reserved tenant, 22023 invalid argument.
+--
+-- Citus rules (issue 16, revision 0018_citus_ready). Past one machine the tables are distributed by
+-- scope (the maps, dna_kinds, dna_models and dna_search_config are reference or per-node tables).
+-- Every function of the package follows these rules, so that Citus runs it as a single node does;
+-- tests/test_citus_ready.py reads the plans of the verbs' statements to check them:
+--   1. No sublink in a row-level-security policy (Citus refuses the policy): with the citus
+--      extension installed dna.tenant_policy() is tenant = '' OR dna.tenant_visible(tenant,
+--      dna.visible_tenants()); on one node the call stays an InitPlan (once per statement, ~6x
+--      cheaper on personal rows), and dna.protect_table re-run after CREATE EXTENSION citus switches.
+--   2. No volatile or stable function in ON CONFLICT DO UPDATE SET: a time is excluded.<column>
+--      (the proposed row's default now(), the same value) or a value computed before.
+--   3. No LANGUAGE sql set-returning function that reads dna_* tables (Citus cannot plan it once
+--      inlined into a parameterized query): PL/pgSQL with RETURN QUERY (dna.search_config,
+--      dna.model_prefixes, dna.source_conflicts).
+--   4. No function that reads dna_* tables called inside a statement that reads dna_* tables (Citus
+--      pushes that statement to a shard and refuses the nested distributed read): the function runs
+--      by its own statement into a variable or an array, which the next statement unnests
+--      (dna.bm25_lane in dna.search and dna.bm25, dna.search in dna.recall, dna.search_config in
+--      dna.index_document), or the statement joins the table itself and calls a pure function
+--      (dna.memory_text_of). Triggers are exempt (Citus allows nested reads in triggers).
+--   5. No INSERT ... ON CONFLICT into a reference table (its upsert takes a lock that needs UPDATE
+--      rights): SELECT first, a plain INSERT only when absent, inside BEGIN ... EXCEPTION WHEN
+--      unique_violation (dna.register_model, dna.set_search_config).
+--   6. Every UPDATE/DELETE of a scope-keyed table names scope = <the argument> in its WHERE, so
+--      that it is a single-shard statement (the reconsolidation UPDATE of dna.recall; the passage
+--      DELETE of dna.index_documents).
+--   7. A correlated sublink on a scope-keyed table compares scope with the scope argument, not with
+--      the outer row's column (Citus cannot route t.scope inside an OR and scatters the query to
+--      every shard): the tenant overlay of dna.search and dna.list_memories.
+--   8. Nothing a trigger needs comes from a session setting (set_config never reaches a worker): the
+--      verb label of dna_versions.op is written by the verb into dna_instances.op.
 
 -- ---------------------------------------------------------------------------------------------
 -- Who is calling
@@ -149,6 +180,27 @@ COMMENT ON FUNCTION dna.tenancy_resolve(text, boolean) IS
 -- DBA helpers (run by the table owner or a superuser, never by data-access code)
 -- ---------------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION dna.tenant_policy(citus boolean DEFAULT NULL)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    -- A base row passes on its own column. Any other row: on one node dna.visible_tenants() once per
+    -- statement (an InitPlan); on Citus, which refuses a sublink in a policy, once per row (measured
+    -- on 10,000 personal memories read by their owner: a lexical search 349 ms with the InitPlan,
+    -- 2,031 ms per row; base rows 33-36 ms either way, 122 ms before the base short-cut: bench/RESULTS.md).
+    SELECT CASE WHEN coalesce(citus, EXISTS (SELECT 1 FROM pg_catalog.pg_extension AS e WHERE e.extname = 'citus'))
+                THEN $p$tenant = '' OR dna.tenant_visible(tenant, dna.visible_tenants())$p$
+                ELSE $p$tenant = '' OR dna.tenant_visible(tenant, (SELECT dna.visible_tenants()))$p$ END
+$$;
+
+COMMENT ON FUNCTION dna.tenant_policy(boolean) IS
+'The USING and WITH CHECK expression of the row-level-security policy dna.protect_table creates '
+'(revision 0018_citus_ready): a row of the shared base ('''') passes on its tenant alone; any other row is '
+'visible when dna.tenant_visible(tenant, dna.visible_tenants()). citus => true (default: when the citus '
+'extension is installed): no sublink, as Citus requires of a policy (dna.visible_tenants() per non-base row); '
+'false: the call as an InitPlan (once per statement: ~6x cheaper on a partition of personal rows). Both forms '
+'admit the same rows. A server that gains Citus re-runs dna.protect_table on every protected table.';
+
 CREATE OR REPLACE FUNCTION dna.protect_table(tbl regclass)
 RETURNS void
 LANGUAGE plpgsql
@@ -157,10 +209,10 @@ BEGIN
     EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
     EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', tbl);
     EXECUTE format('DROP POLICY IF EXISTS dna_tenant_isolation ON %s', tbl);
-    -- The scalar subquery is evaluated once per statement (an InitPlan), not once per row.
+    -- dna.tenant_policy(): a base row passes on its own column; any other row asks
+    -- dna.visible_tenants(), without a sublink where Citus is installed (Citus refuses one).
     EXECUTE format('CREATE POLICY dna_tenant_isolation ON %s AS PERMISSIVE FOR ALL TO PUBLIC '
-                   'USING (dna.tenant_visible(tenant, (SELECT dna.visible_tenants()))) '
-                   'WITH CHECK (dna.tenant_visible(tenant, (SELECT dna.visible_tenants())))', tbl);
+                   'USING (%s) WITH CHECK (%s)', tbl, dna.tenant_policy(), dna.tenant_policy());
     EXECUTE format('COMMENT ON POLICY dna_tenant_isolation ON %s IS %L', tbl,
                    'INV-PERSONAL: a row is visible and writable only when its tenant is in dna.visible_tenants() '
                    '(the shared base, the caller''s own personal partition, the workspaces it is a member of).');
@@ -169,8 +221,10 @@ $$;
 
 COMMENT ON FUNCTION dna.protect_table(regclass) IS
 'Migration helper: ENABLE and FORCE row-level security on a table with a tenant column and (re)create '
-'its policy dna_tenant_isolation (USING and WITH CHECK dna.tenant_visible(tenant, dna.visible_tenants())). '
-'A revision that adds a width table calls it. Needs the table owner or a superuser.';
+'its policy dna_tenant_isolation (USING and WITH CHECK dna.tenant_policy(): tenant = '''' OR '
+'dna.tenant_visible(tenant, dna.visible_tenants()), without a sublink where Citus is installed). '
+'A revision that adds a width table calls it; so does a server that gains Citus, for every protected table. '
+'Needs the table owner or a superuser.';
 
 CREATE OR REPLACE FUNCTION dna.protected_tables()
 RETURNS SETOF regclass

@@ -38,6 +38,55 @@ anywhere. No table changes, so no fragments. From this revision on every plane f
 one statement per ``op.execute`` (``sql_files.read_statements``, cut by PostgreSQL's parser, pglast: B9),
 as does the downgrade's drop of the added functions; 0002's downgrade drops its four triggers in one
 ``op.execute`` each (the same statements, in the same order and transaction).
+
+citus (issue 16, the runtime blockers of ``../shared/research/citus-probe.md``, fixed in the plane files;
+the rules are the comment block "Citus rules" of ``sql/tenancy.sql``). No schema change for these; the
+answers are those of 0017 (``tests/test_citus_migration.py``), the shapes are checked on the plans of
+every statement the verbs run (``tests/test_citus_ready.py``). B3: the upserts of ``dna.index_document``,
+``dna.index_documents`` (``updated_at``) and ``dna.record_document_sources`` (``recorded_at``) set
+``excluded.<column>``, the proposed row's default ``now()`` (the same value), instead of calling ``now()``
+in ``DO UPDATE SET``. B4: ``dna.search_config``, ``dna.model_prefixes``, ``dna.source_conflicts`` and
+``dna.receipt_settings`` are PL/pgSQL (the same rows). B5: no function that reads ``dna_*`` tables is
+called inside a statement that reads them: ``dna.search`` and ``dna.bm25`` run ``dna.bm25_lane`` by its
+own statement into arrays that the next statement joins to the documents; ``dna.recall`` runs
+``dna.search`` into a ``dna.search_hit[]`` and unnests it; ``dna.index_document`` reads the scope's
+``ts_config`` before its INSERT; ``dna.take_receipt`` its settings before its INSERT;
+``dna.as_of_past_texts`` and ``dna.recall`` call the new pure ``dna.memory_text_of(fields, spec)`` with the
+Kind's ``embed_fields`` (which ``dna.memory_text`` now calls) instead of ``dna.memory_text`` per row;
+``dna.source_conflicts`` asks ``dna.document_exists`` per row by its own statement; ``dna.forget``,
+``dna.integrity_findings``, ``dna.memory_search_rows`` and ``dna.reconcile`` read the memory Kinds (and
+the search rows, vectors they compare with) first, and an orphaned BM25 document is found by one
+``NOT EXISTS`` per width table instead of ``dna.search_row_exists`` per row. B6: ``dna.register_model`` and ``dna.set_search_config`` never upsert the
+(reference) tables ``dna_models`` / ``dna_search_config``: SELECT first, a plain INSERT only when absent,
+a concurrent writer's ``unique_violation`` caught (a known model needs no write right at all). B7: the
+reconsolidation UPDATE of ``dna.recall`` names ``i.scope = scope``; the passage DELETE of
+``dna.index_documents`` names ``t.scope = $1``. S3: the tenant overlay of ``dna.search`` and
+``dna.list_memories`` compares the sublink's scope with the scope argument instead of the outer row's.
+
+op (issue 16, S2): the verb label recorded in ``dna_versions.op`` rides in the row instead of the
+transaction-local setting ``dna.op`` (which never reaches a Citus worker): ``before_op.sql`` adds
+``dna_instances.op`` (text, NULL) and drops ``dna.set_op``; the verbs write ``op`` with the row
+(remember: ``INSERT … (…, op) … DO UPDATE SET …, op = excluded.op``; forget, revive, redact and the
+reconsolidation UPDATE: ``SET …, op = '<verb>'``) and ``dna.instances_after_write`` records ``NEW.op``.
+An UPDATE that does not name ``op`` is recorded as ``update``: ``after_op.sql`` creates the trigger
+``dna_instances_before_op`` (BEFORE UPDATE OF op, new function ``dna.instances_op_named``), which marks
+a label the statement wrote, and ``dna.instances_before_write`` keeps a marked label and clears any
+other (the one the row kept from its previous write). The labels are those 0017 recorded.
+``undo_op.sql`` drops the trigger and the column; the downgrade re-runs 0016's ``memory_write.sql``,
+which brings ``dna.set_op`` back.
+
+policy (issue 16, B1): ``dna.protect_table`` creates the policy ``dna_tenant_isolation`` from the new
+``dna.tenant_policy(citus)``: a base row passes on its tenant alone (``tenant = '' OR …``), any other row
+by ``dna.tenant_visible(tenant, dna.visible_tenants())``. Where the citus extension is installed
+(``citus`` NULL: detected) the call is made per row, with no sublink, as Citus requires of a policy; on
+one node it stays the InitPlan ``(SELECT dna.visible_tenants())`` (once per statement): measured as an
+application role on 10,000 personal memories read by their owner, a lexical search takes 349 ms with
+the InitPlan and 2,031 ms with the per-row call (a per-row probe of the maps by index, 1,302 ms, is no
+cheaper form), while the base short-cut takes base rows from 122 ms to 33 ms in both forms
+(``bench/RESULTS.md``). A server that gains Citus re-runs ``dna.protect_table`` on every protected table
+(``dna.distribute()``). ``after_policy.sql`` re-creates the policy on every protected table;
+``undo_policy.sql`` restores 0009's form. Both forms admit the same rows to every role
+(``tests/test_tenancy.py`` passes with either).
 """
 import sys
 from pathlib import Path
@@ -73,7 +122,10 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A later revision freezes the texts
 # this one released into versions/0018_citus_ready/ and this revision reads them there.
-CHANGED: tuple[str, ...] = ("fusion.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "documents.sql",
+                            "search.sql", "memory_scoring.sql", "memory_write.sql", "memory_as_of.sql",
+                            "memory_verbs.sql", "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql",
+                            "receipts.sql", "tenancy.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
