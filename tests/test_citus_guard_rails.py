@@ -40,11 +40,35 @@ UNCHECKED = {
 
 @pytest.fixture(scope="module")
 def package(pg_server, dna_template):
-    """The model of a database migrated to head (a clone of the template of this session)."""
+    """The model of a database migrated to head (a clone of the template of this session), with the
+    tenant policies as dna.distribute() leaves them on a Citus coordinator: dna.protect_table re-run
+    where the citus extension is installed, i.e. dna.tenant_policy(true) (one node keeps the InitPlan
+    form, dna.tenant_policy(false): tests/test_citus_ready.py checks that both admit the same rows)."""
     name = f"dna_guard_{os.getpid()}"
     with pg_server.janitor(name, template=dna_template):
         with psycopg.connect(pg_server.dsn(name), autocommit=True) as conn:
+            conn.execute("""
+                DO $$
+                DECLARE t regclass;
+                BEGIN
+                    FOR t IN SELECT * FROM dna.protected_tables() LOOP
+                        EXECUTE format('ALTER POLICY dna_tenant_isolation ON %s USING (%s) WITH CHECK (%s)',
+                                       t, dna.tenant_policy(true), dna.tenant_policy(true));
+                    END LOOP;
+                END
+                $$""")
             yield guard.from_database(conn)
+
+
+def test_distribute_recreates_the_policies_before_it_distributes(sql):
+    """What the package fixture models: dna.distribute re-creates every protected table's policy (the
+    citus extension then installed, so dna.tenant_policy() gives the sublink-free form) before its
+    first create_distributed_table."""
+    body = sql.execute("SELECT prosrc FROM pg_proc WHERE oid = 'dna.distribute(integer)'::regprocedure").fetchone()[0]
+    assert "dna.protect_table(t) FROM dna.protected_tables()" in body
+    assert body.index("dna.protect_table(") < body.index("create_distributed_table")
+    assert sql.execute("SELECT strpos(dna.tenant_policy(true), 'SELECT') = 0 AND "
+                       "strpos(dna.tenant_policy(false), '(SELECT dna.visible_tenants())') > 0").fetchone()[0]
 
 
 def _open(findings):
