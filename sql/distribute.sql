@@ -461,15 +461,18 @@ BEGIN
     -- The memory Kinds first, in a statement of their own: no dna function that reads a table is
     -- called from inside a statement Citus pushes to a shard (B5).
     recallable := dna.recallable_kinds();
-    EXECUTE format('SELECT count(*) FROM %s AS d WHERE d.kind = ANY ($1) AND EXISTS ('
+    EXECUTE format('SELECT count(*), string_agg(DISTINCT quote_literal(d.scope), '', '') FROM %s AS d '
+                   'WHERE d.kind = ANY ($1) AND EXISTS ('
                    'SELECT 1 FROM dna.dna_instances AS i WHERE i.scope = d.scope AND i.kind = d.kind AND i.name = d.name '
-                   'AND i.tenant = d.tenant AND NOT dna.is_redacted(i.spec))', tbl) INTO memories USING recallable;
+                   'AND i.tenant = d.tenant AND NOT dna.is_redacted(i.spec))', tbl) INTO memories, s USING recallable;
     IF memories > 0 THEN
-        RAISE EXCEPTION 'dna.clear_width(%): % holds % search documents of stored memories', dims, tbl, memories
+        RAISE EXCEPTION 'dna.clear_width(%): % holds % search row(s) of stored memories, in scope(s) %', dims, tbl, memories, s
             USING ERRCODE = '23001',
-                  DETAIL = 'Clearing them would retire the memories outside dna.forget (the refuse-delete trigger of the width tables).',
-                  HINT = 'Retire them with dna.forget or erase them with dna.redact first; nothing was changed.';
+                  DETAIL = 'A memory''s search rows go only with the memory: forgotten memories keep theirs '
+                           '(their history answers as_of), so only dna.redact removes them.',
+                  HINT = 'Erase those memories with dna.redact first (dna.forget is not enough); nothing was changed.';
     END IF;
+    s := NULL;
     models := ARRAY(SELECT m.model_id FROM dna.dna_models AS m WHERE m.dims = dims ORDER BY m.model_id);
     -- Every scope that has rows of this width (documents, or index rows left by a model of it),
     -- one at a time: each statement names its scope, so on Citus it runs on one shard.
@@ -502,5 +505,6 @@ COMMENT ON FUNCTION dna.clear_width(integer) IS
 'EXCLUSIVE lock of the width table (reads go on). Works on one server too. Returns {dims, table, models, '
 'scopes, documents, lexical_rows: {table: rows deleted}}. Errors: 22004 dims NULL, 42P01 no table for '
 'the width (dna.search_table), 42501 for a role subject to row-level security, 23001 when the width '
-'holds search documents of stored memories (retire them with dna.forget / dna.redact first). A refusal '
+'holds search rows of stored memories, forgotten ones included (erase them with dna.redact first; the '
+'message names the scopes). A refusal '
 'changes nothing.';

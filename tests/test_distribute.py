@@ -177,7 +177,12 @@ def test_clear_width_refusals_change_nothing(sql, pg_server, dna_dsn):
     with pytest.raises(psycopg.errors.RestrictViolation) as err:
         sql.execute("SELECT dna.clear_width(384)")
     assert err.value.diag.sqlstate == "23001" and "memories" in err.value.diag.message_primary
-    assert "dna.forget" in err.value.diag.message_hint
+    assert "'a'" in err.value.diag.message_primary and "dna.redact" in err.value.diag.message_hint
+    # a forgotten memory keeps its search rows (its history answers as_of): still refused, as the hint says
+    name = sql.execute("SELECT name FROM dna.dna_instances WHERE scope = 'a'").fetchone()[0]
+    sql.execute("SELECT dna.forget('a', %s)", (name,))
+    with pytest.raises(psycopg.errors.RestrictViolation, match="in scope"):
+        sql.execute("SELECT dna.clear_width(384)")
     # an ordinary role sees only its rows: refused
     admin = pg_server.dsn(pg_server.maintenance_db)
     with psycopg.connect(admin, autocommit=True) as conn:
