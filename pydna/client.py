@@ -19,7 +19,7 @@ from psycopg.pq import TransactionStatus
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 
-from pydna import migrate
+from pydna import maintenance, migrate
 from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
 from pydna.receipts import ReceiptsMixin
@@ -360,9 +360,7 @@ class Client(ReceiptsMixin):
             if not batch:
                 if compact and report.inserted + report.updated + report.passages_deleted > 0 \
                         and self.conn.info.transaction_status == TransactionStatus.IDLE:
-                    with self.conn.transaction():       # as pydna.maintenance.compact (which imports this module)
-                        report.compaction = self.conn.execute("SELECT dna.bm25_compact(%s, %s)",
-                                                              (scope, model)).fetchone()[0]
+                    report.compaction = maintenance.compact(self.conn, scope, model_id=model)
                 return report
             embeddings = self._embed_stale(scope, model, batch, report) if embeds else [None] * len(batch)
             self._write_batch(scope, model, batch, embeddings, report, retries)

@@ -1,4 +1,5 @@
-"""Operator maintenance: commands an operator runs on purpose, never a side effect of a verb.
+"""Operator maintenance: commands an operator runs on purpose (``compact`` also ends ``dna index`` and
+``Client.index``), never a side effect of a verb.
 
 - ``compact(conn, scope)``: ``dna.bm25_compact`` — seals the BM25 memtable into impact-ordered
   segments and merges them. It changes no answer (``dna.bm25`` scores the same documents the same
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import sql
+
+from pydna.sqlcalls import captured_notices
 
 #: pgvector cannot index ``vector`` above 2000 dimensions; wider tables index ``halfvec`` (up to
 #: 4000), as migrations/versions/0001_foundation.py does.
@@ -131,8 +134,6 @@ def build_vector_index(conn, width: int, maintenance_work_mem: str | None = "1GB
     lock on the table: reads go on, writes to that width wait until it is done. Raises
     ``ValueError`` for a width without a table or ``workers < 0``, ``psycopg.Error`` for a value the
     server refuses (22023 for a bad memory value)."""
-    from pydna.client import captured_notices
-
     if workers is not None and workers < 0:
         raise ValueError(f"workers must be >= 0, got {workers}")
     check_width(conn, width)
