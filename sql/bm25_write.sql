@@ -87,7 +87,7 @@ DECLARE
     st record;
     n bigint;
     wm text := current_setting('work_mem');
-    pa text := current_setting('enable_presorted_aggregate');
+    pa text := current_setting('enable_presorted_aggregate', true);  -- NULL before PostgreSQL 16
 BEGIN
     -- source: a query with columns (kind, lexeme, doc_id, tf, len) over the documents of the new
     -- segment, parameterised by $1 scope, $2 model_id, $3 tenant, $4 doc_ids (the live documents
@@ -110,7 +110,9 @@ BEGIN
     IF pg_size_bytes(current_setting('maintenance_work_mem')) > pg_size_bytes(wm) THEN
         PERFORM set_config('work_mem', current_setting('maintenance_work_mem'), true);
     END IF;
-    PERFORM set_config('enable_presorted_aggregate', 'off', true);
+    IF pa IS NOT NULL THEN             -- PostgreSQL 15 has no presorted aggregates: each list sorts alone
+        PERFORM set_config('enable_presorted_aggregate', 'off', true);
+    END IF;
     -- The postings sorted by (lexeme, kind), each list then sorted by (impact DESC, doc_id) into
     -- one packed array (per-list sorts: enable_presorted_aggregate off for the statement, as one
     -- sort on all four keys costs ~4x more), then cut into its chunks by rank (array slices: the
@@ -144,7 +146,9 @@ BEGIN
               greatest(st.total_len::float8 / st.n_docs, 1), source_segs;
     GET DIAGNOSTICS n = ROW_COUNT;
     PERFORM set_config('work_mem', wm, true);
-    PERFORM set_config('enable_presorted_aggregate', pa, true);
+    IF pa IS NOT NULL THEN
+        PERFORM set_config('enable_presorted_aggregate', pa, true);
+    END IF;
     INSERT INTO dna.dna_bm25_segments (scope, model_id, tenant, seg_id, level, n_docs, total_len,
                                        avgdl_ref, k1, b, base_doc_id)
     VALUES (scope, model_id, tenant, seg_id, level, st.n_docs, st.total_len,
