@@ -241,7 +241,8 @@ CREATE OR REPLACE FUNCTION dna.recall(
     kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
     personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
-    min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL)
+    min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL,
+    filter jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -274,6 +275,7 @@ BEGIN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023', HINT = 'k is the number of memories: an integer from 0 to 1000 (0: none).';
     END IF;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
+    filter := dna.check_filter(filter);                 -- 22023 with a hint when malformed (sql/metadata.sql)
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
     decay := coalesce(lower(btrim(decay)), 'surfaced');
@@ -327,7 +329,9 @@ BEGIN
                         -- as_of: the memories restated since, ranked by their past text (above)
                         past => past_rows,
                         -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
-                        min_similarity => min_similarity, min_lexical_score => min_lexical_score) AS x);
+                        min_similarity => min_similarity, min_lexical_score => min_lexical_score,
+                        -- the metadata filter, inside both lanes before their top k
+                        filter => filter) AS x);
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM unnest(search_hits) AS x
@@ -390,6 +394,7 @@ BEGIN
                                        ELSE rk.snippet END,
                        'ranked_by', CASE WHEN rk.by_past THEN 'past_text' END, 'similarity', rk.similarity,
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
+                       'metadata', CASE WHEN rk.metadata <> '{}'::jsonb THEN rk.metadata END,
                        'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
                        'explain', CASE WHEN explain THEN jsonb_build_object(
                                       'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
@@ -467,7 +472,8 @@ BEGIN
                                        'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
             'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'tenant', tenant, 'personal', personal IS TRUE,
                                           'valid_time', CASE WHEN as_of IS NULL THEN dna.iso8601(world) END,
-                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of)),
+                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of),
+                                          'filter', filter),
             'degradations', to_jsonb(array_remove(ARRAY[
                 CASE WHEN NOT blank AND query_embedding IS NULL THEN 'no query embedding: lexical lane only' END,
                 CASE WHEN NOT blank AND query_embedding IS NOT NULL AND NOT semantic_on
@@ -485,7 +491,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
 'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
@@ -535,5 +541,9 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'min_lexical_score (BM25 >= 0) go to dna.search (each drops its lane''s candidates below it; default NULL: no '
 'floor); with either, the answer carries floors {min_similarity, min_lexical_score, removed_dense, '
 'removed_lexical} (the candidates each floor removed; NULL when the floors emptied the pool, whose count '
-'dna.search''s NOTICE gives). Errors: 22023 (k, kinds, model_id, embedding width, decay, floors), 22001 (query > 10000 chars), '
+'dna.search''s NOTICE gives). filter (jsonb, default NULL): the metadata filter (sql/metadata.sql), passed to '
+'dna.search, which applies it inside both lanes before their top k (a memory''s metadata: dna.memory_metadata, its '
+'spec.metadata with tags, area, created_at, valid_from/valid_to, conversation, session, speaker...); each hit carries '
+'its metadata when it has any, and explain.filters.filter echoes it. Errors: 22023 (k, kinds, model_id, embedding '
+'width, decay, floors, a malformed filter), 22001 (query > 10000 chars, filter > 65536 bytes), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';

@@ -199,12 +199,17 @@ BEGIN
             END IF;
         END IF;
         IF NEW.spec = OLD.spec AND NEW.valid_at = OLD.valid_at THEN
-            RETURN NEW;                                    -- nothing to re-derive
+            IF 'memory.recallable' = ANY (traits) THEN
+                NEW.metadata := dna.memory_metadata(NEW.spec, NEW.valid_at);   -- never written by hand
+            END IF;
+            RETURN NEW;                                    -- nothing else to re-derive
         END IF;
     END IF;
-    -- World time mirrors the spec for memory Kinds: valid_at = [valid_from, valid_to).
+    -- World time mirrors the spec for memory Kinds: valid_at = [valid_from, valid_to); the metadata
+    -- filters read is derived from both (sql/metadata.sql).
     IF 'memory.recallable' = ANY (traits) THEN
         NEW.valid_at := dna.spec_valid_at(NEW.spec, coalesce(lower(NEW.valid_at), NEW.created_at, now()));
+        NEW.metadata := dna.memory_metadata(NEW.spec, NEW.valid_at);
     END IF;
     RETURN NEW;
 END
@@ -216,7 +221,8 @@ COMMENT ON FUNCTION dna.instances_before_write() IS
 'memory (dna.is_redacted) is never written again (55000); only a role dna.may_redact allows turns a record '
 'into a tombstone (42501); any other spec passes the history guard dna.guard_memory_history (a stored valid_to is lifted only by dna.revive, '
 '55000 when a write moves it; revivals and cues_history only grow; surface_count never decreases). '
-'(2) For memory Kinds, valid_at := dna.spec_valid_at(spec). (3) id and created_at are immutable, '
+'(2) For memory Kinds, valid_at := dna.spec_valid_at(spec) and metadata := dna.memory_metadata(spec, valid_at) '
+'(whatever the statement wrote). (3) id and created_at are immutable, '
 'updated_at = now(). (4) op (the verb label dna.instances_after_write records) is this write''s: on UPDATE '
 'kept only when the statement named it (dna.instances_op_named), else NULL.';
 
@@ -385,13 +391,15 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    -- A memory's search documents carry its world time, so dna.search can filter validity inside
-    -- each lane (an index condition, not a probe per candidate). Other Kinds keep what they are given.
+    -- A memory's search documents carry its world time and metadata, so dna.search can filter validity
+    -- and metadata inside each lane (an index condition, not a probe per candidate). Other Kinds keep
+    -- what they are given.
     IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
-        NEW.valid_at := (SELECT i.valid_at FROM dna.dna_instances AS i
-                         JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
-                         WHERE i.scope = NEW.scope AND i.kind = NEW.kind AND i.name = NEW.name
-                           AND i.tenant = NEW.tenant);
+        SELECT i.valid_at, coalesce(i.metadata, '{}'::jsonb) INTO NEW.valid_at, NEW.metadata
+        FROM dna.dna_instances AS i
+        JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+        WHERE i.scope = NEW.scope AND i.kind = NEW.kind AND i.name = NEW.name AND i.tenant = NEW.tenant;
+        NEW.metadata := coalesce(NEW.metadata, '{}'::jsonb);   -- no record: always in force, no metadata
     END IF;
     RETURN NEW;
 END
@@ -400,7 +408,8 @@ $$;
 COMMENT ON FUNCTION dna.search_docs_valid_at() IS
 'BEFORE INSERT OR UPDATE trigger of the width search tables: the search document of a memory Kind '
 '(trait memory.recallable) gets valid_at = the world-time validity of its record in dna.dna_instances '
-'(NULL when there is none: always in force). dna.search filters on it. Other Kinds keep the valid_at written.';
+'(NULL when there is none: always in force) and metadata = the record''s metadata (dna.memory_metadata; ''{}'' '
+'when there is none). dna.search filters on both. Other Kinds keep the valid_at and metadata written.';
 
 CREATE OR REPLACE FUNCTION dna.instances_sync_search_valid_at()
 RETURNS trigger
@@ -409,26 +418,27 @@ AS $$
 DECLARE
     w integer;
 BEGIN
-    IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at THEN
+    IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at AND NEW.metadata = OLD.metadata THEN
         RETURN NULL;                                       -- reconsolidation and restatements: nothing to copy
     END IF;
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
     FOR w IN SELECT dna.search_widths() LOOP
-        EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1
+        EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1, metadata = $6
                         WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
-                          AND t.valid_at IS DISTINCT FROM $1', 'dna_search_docs_' || w)
-            USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant;
+                          AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6)', 'dna_search_docs_' || w)
+            USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant, NEW.metadata;
     END LOOP;
     RETURN NULL;
 END
 $$;
 
 COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
-'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at of a memory (forget, revive, '
-'remember with valid_from/valid_to) changes, copies it to the search documents of that record in every '
-'width table (every model_id), so dna.search leaves retired memories out at once.';
+'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at or the metadata of a memory (forget, '
+'revive, remember with valid_from/valid_to, new tags or spec.metadata) changes, copies both to the search '
+'documents of that record in every width table (every model_id), so dna.search leaves retired memories out '
+'and filters on the new metadata at once.';
 
 CREATE OR REPLACE FUNCTION dna.instances_op_named()
 RETURNS trigger

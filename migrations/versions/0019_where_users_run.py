@@ -20,6 +20,26 @@ reads ``enable_presorted_aggregate`` with ``missing_ok`` and sets it only where 
 (PostgreSQL 16+): on 15 every seal, merge and compaction failed with 42704. PostgreSQL 15 has no
 presorted aggregates, so each posting list's ``array_agg(… ORDER BY …)`` sorts alone there, the plan the
 setting asks for on 16+. Same rows on 16+. No schema change.
+
+metadata (issue 25 items 1 and 3 of its list: metadata filters inside the lanes, date ranges): documents and
+memories carry ``metadata jsonb`` (``before_metadata.sql``: a column ``NOT NULL DEFAULT '{}'`` on
+``dna_instances`` and every width table, a GIN ``jsonb_path_ops`` index on each, and the attribute
+``metadata`` of ``dna.search_hit``). The new plane file ``sql/metadata.sql`` (in ``ORDER`` after
+``search_support.sql``, ``NEW``) holds the filter language (``dna.filter_sql`` compiles it to a predicate:
+equality, eq/ne, in/nin, gt/gte/lt/lte on numbers and ISO-8601 timestamps, exists, contains/contains_any,
+and/or/not; refused with 22023 and a hint naming the place when malformed), ``dna.memory_metadata`` (a
+memory's metadata: ``spec.metadata`` with its tags, area, affect, memory_type, created_at, valid_from /
+valid_to and conversation fields) and ``dna.set_document_metadata``. ``dna.search``, ``dna.recall`` and
+``dna.list_memories`` take ``filter jsonb`` (their 0018 signatures are dropped by ``before_metadata.sql``):
+a condition of both lanes before their top k; the dense lane answers exactly when few rows pass (at most
+max(``dna.exact_scan_rows()``, depth)) and falls back to an exact scan when a filtered HNSW scan runs dry,
+``explain`` says which; the lexical lane is exhaustive under a filter (as under name_prefix). The write path
+(``sql/memory_write.sql``) derives a memory's metadata on every write and copies it to its search rows with
+its valid_at; ``dna.prepare_memory_spec`` (``sql/memory_kinds.sql``) checks ``spec.metadata``.
+``after_metadata.sql`` derives the metadata of the memories already stored (one UPDATE through the write
+path's triggers, with row-level security lifted for the owner during it: no version is appended, their
+search rows get a copy); documents start with ``{}``. Without a filter every answer is 0018's.
+``undo_metadata.sql`` drops the new signatures, the columns, indexes and the hit's attribute.
 """
 import sys
 from pathlib import Path
@@ -35,7 +55,7 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "metadata.sql", "bm25.sql", "bm25_lane.sql",
          "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
          "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
@@ -49,7 +69,7 @@ _BY_0018 = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "docu
 _BY_0017 = ("bm25_write.sql", "memory_ranking.sql", "memory_contradictions.sql", "consolidate.sql")
 _BY_0016 = ("embedding.sql", "bm25_lane.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ()
+NEW: tuple[str, ...] = ("metadata.sql",)
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0018_citus_ready" if name in _BY_0018 else
                    "0017_recall_past_ingest" if name in _BY_0017 else
@@ -59,7 +79,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("bm25_write.sql",)
+CHANGED: tuple[str, ...] = ("metadata.sql", "bm25_write.sql", "search.sql", "memory_kinds.sql", "memory_write.sql",
+                            "memory_verbs.sql", "memory_lifecycle.sql")
 
 
 def changed_files() -> list[str]:
