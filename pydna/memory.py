@@ -27,6 +27,11 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_MODEL_ID = "dna-fake-hash-v1"
 
 
+def _jsonb(value: Mapping[str, Any] | None) -> Jsonb | None:
+    """A mapping as a jsonb argument (None: SQL NULL)."""
+    return Jsonb(dict(value)) if value is not None else None
+
+
 def _vector(values) -> Any:
     from pgvector import Vector
 
@@ -74,16 +79,20 @@ class Memory:
                  kind: str = "Engram", name: str | None = None, tenant: str = "", now: datetime | None = None,
                  area: str | None = None, affect: str | None = None, tags: Sequence[str] | None = None,
                  source_refs: Sequence[str] | None = None, claims: Sequence[Mapping[str, Any]] | None = None,
-                 title: str | None = None, body: str | None = None, personal: bool = False) -> dict:
+                 title: str | None = None, body: str | None = None, personal: bool = False,
+                 metadata: Mapping[str, Any] | None = None) -> dict:
         """Write a memory through ``dna.remember`` and index it with this client's embedding of
         ``dna.memory_text(kind, spec)``. Keyword fields are merged into ``spec`` (explicit ``spec``
-        keys win). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
+        keys win); ``metadata`` (a mapping: user, project, source...) is ``spec.metadata``, what
+        filters read beside the memory's own fields (tags, area, created_at...; docs/memory.md,
+        "Filters"). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
         (plus ``embedding_error`` when the embedder failed and the memory was indexed lexically)."""
         full: dict[str, Any] = {}
         for key, value in (("summary", summary), ("title", title), ("body", body), ("area", area),
                            ("affect", affect), ("tags", list(tags) if tags is not None else None),
                            ("source_refs", list(source_refs) if source_refs is not None else None),
-                           ("claims", [dict(c) for c in claims] if claims is not None else None)):
+                           ("claims", [dict(c) for c in claims] if claims is not None else None),
+                           ("metadata", dict(metadata) if metadata is not None else None)):
             if value is not None:
                 full[key] = value
         full.update(dict(spec or {}))
@@ -102,7 +111,7 @@ class Memory:
                now: datetime | None = None, as_of: datetime | None = None, personal: bool = False,
                decay: str | None = None, explain: bool = False, receipt: bool = False,
                keep_query: bool = False, min_similarity: float | None = None,
-               min_lexical_score: float | None = None) -> dict:
+               min_lexical_score: float | None = None, filter: Mapping[str, Any] | None = None) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -114,6 +123,9 @@ class Memory:
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``.
         ``min_similarity`` (cosine in [-1, 1]) / ``min_lexical_score`` (BM25 >= 0): relevance floors on
         dna.search's lanes; the answer's ``floors`` says how many candidates each removed (22023 out of range).
+        ``filter``: the metadata filter (docs/memory.md, "Filters": ``{"user": "u1"}``, ``{"tags": {"contains":
+        "ops"}}``, ``{"created_at": {"gte": "2026-05-01", "lt": "2026-06-01"}}``, and/or/not...), applied inside
+        both of dna.search's lanes before their top k; each hit carries its ``metadata``.
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
         whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
@@ -125,13 +137,13 @@ class Memory:
                 keep_query, scope=scope, query=query, query_embedding=embedding, kinds=kinds_arg(kinds), k=k,
                 model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
                 as_of=as_of, personal=personal, decay=decay, explain=explain, min_similarity=min_similarity,
-                min_lexical_score=min_lexical_score) if receipt else self._one(
+                min_lexical_score=min_lexical_score, filter=dict(filter) if filter else None) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
                 "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s, "
-                "min_similarity => %s, min_lexical_score => %s)",
+                "min_similarity => %s, min_lexical_score => %s, filter => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
                  kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain,
-                 min_similarity, min_lexical_score))
+                 min_similarity, min_lexical_score, _jsonb(filter)))
         if error:
             result["embedding_error"] = error
         if notices:
@@ -159,10 +171,11 @@ class Memory:
 
     def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
              include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
-             personal: bool = False) -> dict:
-        """The memories of a scope (``dna.list_memories``), newest first."""
-        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s)",
-                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal))
+             personal: bool = False, filter: Mapping[str, Any] | None = None) -> dict:
+        """The memories of a scope (``dna.list_memories``), newest first; ``filter``: only those whose
+        metadata passes it (docs/memory.md, "Filters")."""
+        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s, filter => %s)",
+                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal, _jsonb(filter)))
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
                     stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,

@@ -417,6 +417,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     w integer;
+    stale boolean;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at AND NEW.metadata = OLD.metadata THEN
         RETURN NULL;                                       -- reconsolidation and restatements: nothing to copy
@@ -424,7 +425,17 @@ BEGIN
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
-    FOR w IN SELECT dna.search_widths() LOOP
+    -- Only the widths of registered models can hold rows (model_id references dna_models), each probed
+    -- first and updated only where a row differs: an UPDATE that changes nothing still fires the width
+    -- table's statement triggers (the BM25 sync reads its transition tables: ~2 ms each, five per new
+    -- memory before this probe, most of a remember's cost).
+    FOR w IN SELECT DISTINCT m.dims FROM dna.dna_models AS m
+             WHERE to_regclass(format('dna.%I', 'dna_search_docs_' || m.dims)) IS NOT NULL ORDER BY 1 LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM dna.%I AS t WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4
+                          AND t.tenant = $5 AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6))',
+                       'dna_search_docs_' || w)
+            INTO stale USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant, NEW.metadata;
+        CONTINUE WHEN NOT stale;
         EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1, metadata = $6
                         WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
                           AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6)', 'dna_search_docs_' || w)
@@ -438,7 +449,8 @@ COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
 'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at or the metadata of a memory (forget, '
 'revive, remember with valid_from/valid_to, new tags or spec.metadata) changes, copies both to the search '
 'documents of that record in every width table (every model_id), so dna.search leaves retired memories out '
-'and filters on the new metadata at once.';
+'and filters on the new metadata at once. Only the width tables of registered models are read, each probed '
+'first and updated only where a row differs (an UPDATE changing nothing still fires the BM25 statement triggers).';
 
 CREATE OR REPLACE FUNCTION dna.instances_op_named()
 RETURNS trigger

@@ -104,3 +104,21 @@ class Claim(BaseModel):
 Claims = Annotated[Optional[list[Claim]], Field(
     description="Claims to declare. Declare one only when a LATER value of the same predicate would make this "
                 "memory false (a plan, a location, a status); consolidate reports contradictions between them.")]
+
+
+Filter = Annotated[Optional[dict[str, Any]], Field(
+    description="Narrow by metadata (applied inside the search before the top k), a JSON object: "
+                "{\"field\": value} is equality; {\"field\": {op: value}} with op eq, ne, in, nin (lists), gt, gte, "
+                "lt, lte (numbers or ISO-8601 timestamps), exists (true/false), contains / contains_any (array "
+                "fields such as tags); {\"and\": [...]}, {\"or\": [...]}, {\"not\": {...}}; \"a.b\" is a nested "
+                "field. A memory's fields: its metadata plus tags, area, affect, memory_type, created_at, "
+                "valid_from, valid_to, and for a conversation's turn conversation, session, turn, speaker, role. "
+                "E.g. {\"tags\": {\"contains\": \"ops\"}, \"created_at\": {\"gte\": \"2026-05-01\"}}. A malformed "
+                "filter fails with SQLSTATE 22023 and a hint.")]
+Metadata = Annotated[Optional[dict[str, Any]], Field(
+    description="Metadata to keep with the memory (a JSON object, e.g. {\"user\": \"u1\", \"project\": \"kernel\"}), "
+                "which filters read; it may not use the memory's own field names (tags, area, created_at, ...).")]
+FilterJson = Annotated[Optional[str], Field(
+    description="The metadata filter as JSON text (see the filter of POST /v1/search), e.g. "
+                "{\"tags\":{\"contains\":\"ops\"}}; a malformed one fails with SQLSTATE 22023.")]
+

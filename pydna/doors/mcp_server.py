@@ -102,35 +102,38 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     def search(query: f.Query, scope: OptScope = None, k: f.SearchK = 10,
                kinds: f.DocKinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, valid_time: f.ValidTime = None,
-               include_retired: f.IncludeRetired = False) -> dict[str, Any]:
+               include_retired: f.IncludeRetired = False, filter: f.Filter = None) -> dict[str, Any]:
         """Hybrid search (dna.search) over the documents and memories of a scope: ranked hits with score
-        (RRF), similarity (cosine, -1..1), lexical_score (BM25) and per-lane ranks. Does not write."""
+        (RRF), similarity (cosine, -1..1), lexical_score (BM25), per-lane ranks and metadata; filter narrows
+        by metadata. Does not write."""
         return door.call(lambda v: v.search(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, valid_time=valid_time,
-                                            include_retired=include_retired))
+                                            include_retired=include_retired, filter=filter))
 
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None, as_of: f.AsOf = None,
-               reconsolidate: f.Reconsolidate = True) -> dict[str, Any]:
+               reconsolidate: f.Reconsolidate = True, filter: f.Filter = None) -> dict[str, Any]:
         """Recall memories (dna.recall): the memories in force that best match the query, ranked by relevance,
-        retention (forgetting curve) and affect; each hit has kind, name, score, summary and personal
-        (true = from your personal memory). Surfacing a memory strengthens it unless reconsolidate=false."""
+        retention (forgetting curve) and affect; each hit has kind, name, score, summary, metadata and personal
+        (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation...).
+        Surfacing a memory strengthens it unless reconsolidate=false."""
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
-                                            personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate))
+                                            personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
+                                            filter=filter))
 
     @server.tool(annotations=_WRITE)
     def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.Kind = "Engram",
                  name: f.NewName = None, tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None,
                  area: f.Area = None, affect: f.Affect = None, tags: f.Tags = None,
                  source_refs: f.SourceRefs = None, claims: f.Claims = None, title: f.Title = None,
-                 body: f.Body = None) -> dict[str, Any]:
+                 body: f.Body = None, metadata: f.Metadata = None) -> dict[str, Any]:
         """Remember something (dna.remember): validated, stamped with its context, indexed for recall. Returns
         {kind, name, action: created|updated|unchanged, spec, ...}; keep the name to forget or revive it."""
         return door.call(lambda v: v.remember(
             scope_of(scope), summary=summary, kind=kind, name=name, tenant=tenant, personal=personal, now=now,
             area=area, affect=affect, tags=tags, source_refs=source_refs,
-            claims=[c.as_spec() for c in claims] if claims else None, title=title, body=body))
+            claims=[c.as_spec() for c in claims] if claims else None, title=title, body=body, metadata=metadata))
 
     @server.tool(annotations=_WRITE)
     def forget(name: f.MemoryName, scope: OptScope = None, kind: f.Kind = "Engram", tenant: f.Tenant = "",
@@ -152,11 +155,12 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     @server.tool(annotations=_READ)
     def list_memories(scope: OptScope = None, kinds: f.Kinds = None, tenant: f.Tenant = "",
                       personal: f.Personal = False, include_forgotten: f.IncludeForgotten = False,
-                      now: f.Now = None, limit: f.ListLimit = 100) -> dict[str, Any]:
+                      now: f.Now = None, limit: f.ListLimit = 100, filter: f.Filter = None) -> dict[str, Any]:
         """List memories (dna.list_memories), newest first: {total, memories: [{kind, name, summary, valid,
-        personal, created_at, ...}]}. Does not write."""
+        personal, created_at, metadata, ...}]}; filter narrows by metadata. Does not write."""
         return door.call(lambda v: v.list_memories(scope_of(scope), kinds=kinds, tenant=tenant, personal=personal,
-                                                   include_forgotten=include_forgotten, now=now, limit=limit))
+                                                   include_forgotten=include_forgotten, now=now, limit=limit,
+                                                   filter=filter))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))

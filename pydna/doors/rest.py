@@ -16,6 +16,7 @@ request that fails the schema); 503 40001/40P01 (retry), pool exhausted; 500 any
 """
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class SearchRequest(_Body):
     name_prefix: f.NamePrefix = None
     valid_time: f.ValidTime = None
     include_retired: f.IncludeRetired = False
+    filter: f.Filter = None
 
 
 class RememberRequest(_Body):
@@ -78,6 +80,7 @@ class RememberRequest(_Body):
     claims: f.Claims = None
     title: f.Title = None
     body: f.Body = None
+    metadata: f.Metadata = None
 
 
 class ForgetRequest(_Body):
@@ -117,6 +120,20 @@ class DoorState:
     pool: ConnectionPool | None = None
     template: Client | None = None  # the client each request's Verbs copies (pydna.doors.verbs.door_client)
     pool_timeout: float = 10.0
+
+
+def filter_param(text: str | None) -> dict[str, Any] | None:
+    """The ``filter`` query parameter (JSON text) as an object; 422 when it is not a JSON object. The
+    database checks the language itself (22023 with a hint)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise DoorError(422, f"filter: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise DoorError(422, f"filter: must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -224,7 +241,8 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
     def search(req: SearchRequest, credentials: Credentials) -> dict[str, Any]:
         return run(credentials, lambda v: v.search(
             scope_of(req.scope), req.query, k=req.k, kinds=req.kinds, tenant=req.tenant, personal=req.personal,
-            name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired))
+            name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired,
+            filter=req.filter))
 
     @app.post("/v1/memories", tags=["memory"], summary="Remember (dna.remember)")
     def remember(req: RememberRequest, credentials: Credentials) -> dict[str, Any]:
@@ -232,7 +250,7 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
             scope_of(req.scope), summary=req.summary, kind=req.kind, name=req.name, tenant=req.tenant,
             personal=req.personal, now=req.now, area=req.area, affect=req.affect, tags=req.tags,
             source_refs=req.source_refs, claims=[c.as_spec() for c in req.claims] if req.claims else None,
-            title=req.title, body=req.body))
+            title=req.title, body=req.body, metadata=req.metadata))
 
     @app.get("/v1/memories", tags=["memory"], summary="List memories, newest first (dna.list_memories)")
     def list_memories(
@@ -244,10 +262,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         include_forgotten: Annotated[f.IncludeForgotten, Query()] = False,
         now: Annotated[f.Now, Query()] = None,
         limit: Annotated[f.ListLimit, Query()] = 100,
+        filter: Annotated[f.FilterJson, Query()] = None,
     ) -> dict[str, Any]:
+        narrow = filter_param(filter)
         return run(credentials, lambda v: v.list_memories(
             scope_of(scope), kinds=kind, tenant=tenant, personal=personal, include_forgotten=include_forgotten,
-            now=now, limit=limit))
+            now=now, limit=limit, filter=narrow))
 
     @app.get("/v1/memories/search", tags=["memory"],
              summary="Recall memories (dna.recall); strengthens what it surfaces unless reconsolidate=false or as_of")
@@ -263,10 +283,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         personal: Annotated[f.Personal, Query()] = False,
         reconsolidate: Annotated[f.Reconsolidate, Query()] = True,
         actor: Annotated[f.Actor, Query()] = None,
+        filter: Annotated[f.FilterJson, Query()] = None,
     ) -> dict[str, Any]:
+        narrow = filter_param(filter)
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
-            reconsolidate=reconsolidate, actor=actor))
+            reconsolidate=reconsolidate, actor=actor, filter=narrow))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")
