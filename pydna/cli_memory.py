@@ -196,6 +196,8 @@ def recall_cmd(
         show_default=False)] = None,
     filter_json: Annotated[Optional[str], typer.Option("--filter", help=FILTER_HELP, show_default=False)] = None,
     where: Annotated[Optional[List[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
+    context: Annotated[int, typer.Option(
+        "--context", help="With each conversation turn, also show the N turns before and after it (0-20).")] = 0,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -213,7 +215,7 @@ def recall_cmd(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
         explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
-        min_lexical_score=min_lexical_score, filter=narrow), scope=scope)
+        min_lexical_score=min_lexical_score, filter=narrow, context=context), scope=scope)
     if result is None:
         return
     out = _console()
@@ -240,8 +242,12 @@ def recall_cmd(
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
         mine = " [personal]" if hit.get("personal") else ""
+        said = f"{hit['title']}: " if hit.get("kind") == "Turn" and hit.get("title") else ""
         out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{mine}{retention}{affect}"
-                  f"  {_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+                  f"  {said}{_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+        for turn in hit.get("context") or []:
+            out.print(f"      {turn.get('turn')}. {turn.get('speaker') or ''}: {_short(turn.get('text'))}",
+                      style="dim", markup=False)
         if explain and isinstance(hit.get("explain"), dict):
             search = (f"search score {hit.get('search_score', '–')} (rank {hit.get('rank_search', '–')}: dense "
                       f"{hit.get('rank_dense') or '–'}, lexical {hit.get('rank_lexical') or '–'})")

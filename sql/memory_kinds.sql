@@ -264,6 +264,11 @@ BEGIN
     IF spec ? 'claims' THEN
         spec := jsonb_set(spec, '{claims}', dna.validate_claims(spec -> 'claims'));
     END IF;
+    IF spec ? 'conversation' AND jsonb_typeof(spec -> 'conversation') NOT IN ('object', 'null') THEN
+        RAISE EXCEPTION 'spec.conversation must be an object {id, session, turn, speaker, role, session_date}, got a JSON %',
+            jsonb_typeof(spec -> 'conversation') USING ERRCODE = '22023',
+            HINT = 'dna.remember_conversation writes it for each turn.';
+    END IF;
     -- metadata: what filters read beside the memory's own fields (sql/metadata.sql), which it may not shadow.
     IF spec ? 'metadata' THEN
         spec := jsonb_set(spec, '{metadata}', dna.check_metadata(spec -> 'metadata', 'spec.metadata'));

@@ -52,6 +52,28 @@ its valid_at; ``dna.prepare_memory_spec`` (``sql/memory_kinds.sql``) checks ``sp
 path's triggers, with row-level security lifted for the owner during it: no version is appended, their
 search rows get a copy); documents start with ``{}``. Without a filter every answer is 0018's.
 ``undo_metadata.sql`` drops the new signatures, the columns, indexes and the hit's attribute.
+
+batch (issue 25 item 4 of its list: batch writes): the new plane file ``sql/memory_batch.sql`` (in ``ORDER``
+after ``memory_verbs.sql``, ``NEW``): ``dna.remember_many(scope, items, …, embeddings, atomic)`` writes many
+memories in one call and one transaction, set-based (one INSERT of the records, one ``dna.index_documents`` of
+their texts), a result per item; all or nothing by default with a bad item named by its position, or the
+good items written and the bad ones reported (``atomic => false``). ``dna.remember``'s restatement is the new
+pure ``dna.restated_spec`` (``sql/memory_verbs.sql``), which both write; the same rows and answers. No schema
+change.
+
+conversations (issue 25 item 2 of its list): the new plane file ``sql/conversations.sql`` (in ``ORDER`` after
+``memory_batch.sql``, ``NEW``): ``dna.remember_conversation(scope, conversation, turns, …)`` writes a
+conversation's turns in one call and one transaction (through ``dna.remember_many``): each turn a memory of
+the new Kind ``Turn`` that knows its conversation, session, place, speaker, role and time
+(``spec.conversation``, its metadata), indexed with its speaker and the turns before it; each session touched
+an ``Episode`` with its time span; ``dna.conversation_plan`` gives the texts a client embeds (and their
+digest, which the verb checks: 40001 when the conversation changed in between). ``dna.recall`` gains
+``context integer`` (the turns around each Turn hit, ``dna.turn_neighbours``); ``dna.prepare_memory_spec``
+checks ``spec.conversation``. ``after_conversations.sql`` registers the Kinds ``Turn`` (embed_fields title,
+summary, context) and ``Episode`` (title, summary, body), both ``memory.recallable`` and
+``record.invalidate-only``; ``undo_conversations.sql`` drops the recall signature with context and
+unregisters them. Recall's default Kinds are every recallable Kind, so these two join them (no rows of
+them exist before this revision: the answers are 0018's).
 """
 import sys
 from pathlib import Path
@@ -70,7 +92,8 @@ depends_on = None
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "metadata.sql", "bm25.sql", "bm25_lane.sql",
          "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
-         "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
+         "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql",
+         "memory_contradictions.sql",
          "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 # The texts 0018 re-ran (its CHANGED) are frozen in versions/0018_citus_ready/ once this revision
 # changes them; every other plane file's text is where 0018 found it.
@@ -81,7 +104,7 @@ _BY_0018 = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "docu
 _BY_0017 = ("bm25_write.sql", "memory_ranking.sql", "memory_contradictions.sql", "consolidate.sql")
 _BY_0016 = ("embedding.sql", "bm25_lane.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("metadata.sql",)
+NEW: tuple[str, ...] = ("metadata.sql", "memory_batch.sql", "conversations.sql")
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0018_citus_ready" if name in _BY_0018 else
                    "0017_recall_past_ingest" if name in _BY_0017 else
@@ -93,7 +116,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
 CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "metadata.sql", "bm25_write.sql",
                             "search.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
-                            "memory_lifecycle.sql", "receipts.sql", "tenancy.sql")
+                            "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "receipts.sql",
+                            "tenancy.sql")
 
 
 def changed_files() -> list[str]:

@@ -1,6 +1,6 @@
 """The MCP door (``dna mcp``): the memory verbs as MCP tools, on the official ``mcp`` SDK.
 
-Tools: ``search``, ``recall``, ``remember``, ``forget``, ``revive``, ``list_memories``,
+Tools: ``search``, ``recall``, ``remember``, ``remember_many``, ``remember_conversation``, ``forget``, ``revive``, ``list_memories``,
 ``consolidate`` (a dry run unless ``apply``) — each calls one SQL verb through
 :class:`pydna.doors.verbs.Verbs`, in one transaction — and ``delete_memory``, which is always refused
 and names ``forget`` (memories are never deleted; the refusal points at a tool that exists).
@@ -113,17 +113,19 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None, as_of: f.AsOf = None,
-               reconsolidate: f.Reconsolidate = True, filter: f.Filter = None) -> dict[str, Any]:
+               reconsolidate: f.Reconsolidate = True, filter: f.Filter = None,
+               context: f.Context = 0) -> dict[str, Any]:
         """Recall memories (dna.recall): the memories in force that best match the query, ranked by relevance,
         retention (forgetting curve) and affect; each hit has kind, name, score, summary, metadata and personal
-        (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation...).
-        Surfacing a memory strengthens it unless reconsolidate=false."""
+        (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation, session,
+        speaker...); context=n adds to each conversation turn the n turns around it. Surfacing a memory
+        strengthens it unless reconsolidate=false."""
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
-                                            filter=filter))
+                                            filter=filter, context=context))
 
     @server.tool(annotations=_WRITE)
-    def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.Kind = "Engram",
+    def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.NewKind = "Engram",
                  name: f.NewName = None, tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None,
                  area: f.Area = None, affect: f.Affect = None, tags: f.Tags = None,
                  source_refs: f.SourceRefs = None, claims: f.Claims = None, title: f.Title = None,
@@ -134,6 +136,27 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
             scope_of(scope), summary=summary, kind=kind, name=name, tenant=tenant, personal=personal, now=now,
             area=area, affect=affect, tags=tags, source_refs=source_refs,
             claims=[c.as_spec() for c in claims] if claims else None, title=title, body=body, metadata=metadata))
+
+    @server.tool(annotations=_WRITE)
+    def remember_many(items: f.MemoryItems, scope: OptScope = None, tenant: f.Tenant = "",
+                      personal: f.Personal = False, atomic: f.Atomic = True) -> dict[str, Any]:
+        """Remember many memories in one call and one transaction (dna.remember_many): each item as remember
+        takes it. Returns {count, created, updated, unchanged, failed, results: one per item in order, with
+        its name or its error}. Use it instead of many remember calls."""
+        return door.call(lambda v: v.remember_many(scope_of(scope), [i.as_item() for i in items], tenant=tenant,
+                                                   personal=personal, atomic=atomic))
+
+    @server.tool(annotations=_WRITE)
+    def remember_conversation(conversation: f.Conversation, turns: f.Turns, scope: OptScope = None,
+                              session: f.Session = None, sessions: f.Sessions = None, tenant: f.Tenant = "",
+                              personal: f.Personal = False) -> dict[str, Any]:
+        """Remember a conversation's turns in one call (dna.remember_conversation): send the messages as they
+        were said; each turn becomes a memory that knows its conversation, session, speaker, time and the turns
+        before it, and each session an episode. Re-sending the same turns changes nothing; a session's new
+        turns are appended. Recall them with recall (filter {"conversation": ...}, context=n)."""
+        return door.call(lambda v: v.remember_conversation(
+            scope_of(scope), conversation, [t.as_turn() for t in turns], session=session, sessions=sessions,
+            tenant=tenant, personal=personal))
 
     @server.tool(annotations=_WRITE)
     def forget(name: f.MemoryName, scope: OptScope = None, kind: f.Kind = "Engram", tenant: f.Tenant = "",

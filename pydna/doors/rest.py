@@ -71,7 +71,7 @@ class SearchRequest(_Body):
 class RememberRequest(_Body):
     summary: f.Summary = None
     scope: ScopeOpt = None
-    kind: f.Kind = "Engram"
+    kind: f.NewKind = "Engram"
     name: f.NewName = None
     tenant: f.Tenant = ""
     personal: f.Personal = False
@@ -84,6 +84,23 @@ class RememberRequest(_Body):
     title: f.Title = None
     body: f.Body = None
     metadata: f.Metadata = None
+
+
+class RememberManyRequest(_Body):
+    items: f.MemoryItems
+    scope: ScopeOpt = None
+    tenant: f.Tenant = ""
+    personal: f.Personal = False
+    atomic: f.Atomic = True
+
+
+class ConversationRequest(_Body):
+    turns: f.Turns
+    scope: ScopeOpt = None
+    session: f.Session = None
+    sessions: f.Sessions = None
+    tenant: f.Tenant = ""
+    personal: f.Personal = False
 
 
 class ForgetRequest(_Body):
@@ -264,6 +281,21 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
             source_refs=req.source_refs, claims=[c.as_spec() for c in req.claims] if req.claims else None,
             title=req.title, body=req.body, metadata=req.metadata))
 
+    @app.post("/v1/memories/batch", tags=["memory"],
+              summary="Remember many memories in one transaction (dna.remember_many); a result per item")
+    def remember_many(req: RememberManyRequest, credentials: Credentials) -> dict[str, Any]:
+        return run(credentials, lambda v: v.remember_many(
+            scope_of(req.scope), [i.as_item() for i in req.items], tenant=req.tenant, personal=req.personal,
+            atomic=req.atomic))
+
+    @app.post("/v1/conversations/{conversation}/turns", tags=["memory"],
+              summary="Remember a conversation's turns in one transaction (dna.remember_conversation)")
+    def remember_conversation(conversation: Annotated[f.Conversation, Path()], req: ConversationRequest,
+                              credentials: Credentials) -> dict[str, Any]:
+        return run(credentials, lambda v: v.remember_conversation(
+            scope_of(req.scope), conversation, [t.as_turn() for t in req.turns], session=req.session,
+            sessions=req.sessions, tenant=req.tenant, personal=req.personal))
+
     @app.get("/v1/memories", tags=["memory"], summary="List memories, newest first (dna.list_memories)")
     def list_memories(
         credentials: Credentials,
@@ -296,11 +328,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         reconsolidate: Annotated[f.Reconsolidate, Query()] = True,
         actor: Annotated[f.Actor, Query()] = None,
         filter: Annotated[f.FilterJson, Query()] = None,
+        context: Annotated[f.Context, Query()] = 0,
     ) -> dict[str, Any]:
         narrow = filter_param(filter)
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
-            reconsolidate=reconsolidate, actor=actor, filter=narrow))
+            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")

@@ -27,7 +27,7 @@ from pydna.memory import Memory, _vector
 from pydna.sqlcalls import register_embedder
 
 #: Memory Kinds (dna.recallable_kinds()).
-MEMORY_KINDS = ("Engram", "Research", "Evidence")
+MEMORY_KINDS = ("Engram", "Research", "Evidence", "Turn", "Episode")
 
 #: HTTP status per SQLSTATE class or code (REST door). Unlisted: 500.
 _STATUS_BY_CODE = {
@@ -169,11 +169,11 @@ class Verbs:
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, now: datetime | None = None, as_of: datetime | None = None,
                reconsolidate: bool = True, actor: str | None = None,
-               filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               filter: Mapping[str, Any] | None = None, context: int = 0) -> dict[str, Any]:
         """``dna.recall``."""
         return self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
                                   now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor,
-                                  filter=filter)
+                                  filter=filter, context=context)
 
     def remember(self, scope: str, *, summary: str | None = None, kind: str = "Engram", name: str | None = None,
                  tenant: str = "", personal: bool = False, now: datetime | None = None, area: str | None = None,
@@ -185,6 +185,22 @@ class Verbs:
         return self.memory.remember(scope, summary, spec=spec, kind=kind, name=name, tenant=tenant, now=utc(now),
                                     area=area, affect=affect, tags=tags, source_refs=source_refs, claims=claims,
                                     title=title, body=body, personal=personal, metadata=metadata)
+
+    def remember_many(self, scope: str, items: Sequence[Mapping[str, Any]], *, tenant: str = "",
+                      personal: bool = False, atomic: bool = True) -> dict[str, Any]:
+        """``dna.remember_many`` (after ``dna.memory_text`` of every item, the texts it embeds in one call)."""
+        return self.memory.remember_many(scope, [{k: utc(v) if isinstance(v, datetime) else v for k, v in item.items()}
+                                                 for item in items],
+                                         tenant=tenant, personal=personal, atomic=atomic)
+
+    def remember_conversation(self, scope: str, conversation: str, turns: Sequence[Mapping[str, Any]], *,
+                              session: str | None = None, sessions: Mapping[str, Any] | None = None,
+                              tenant: str = "", personal: bool = False) -> dict[str, Any]:
+        """``dna.remember_conversation`` (after ``dna.conversation_plan``, the texts it embeds in one call)."""
+        return self.memory.remember_conversation(
+            scope, conversation, [{k: utc(v) if isinstance(v, datetime) else v for k, v in t.items()} for t in turns],
+            session=session, sessions={k: utc(v) if isinstance(v, datetime) else v for k, v in (sessions or {}).items()}
+            if sessions is not None else None, tenant=tenant, personal=personal)
 
     def forget(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
                superseded_by: str | None = None, now: datetime | None = None) -> dict[str, Any]:

@@ -6,6 +6,8 @@ DROP FUNCTION IF EXISTS dna.search(text, text, vector, text, integer, text[], te
                                    double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[], jsonb);
 DROP FUNCTION IF EXISTS dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz,
                                    timestamptz, boolean, text, boolean, double precision, double precision, jsonb);
+DROP FUNCTION IF EXISTS dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz,
+                                   timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer);
 DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean, jsonb);
 ALTER TYPE dna.search_hit DROP ATTRIBUTE IF EXISTS metadata;
 DROP INDEX IF EXISTS dna.dna_instances_metadata;
