@@ -30,7 +30,7 @@ DEFAULT_MODEL_ID = "dna-fake-hash-v1"
 
 
 #: The keys of a ``remember_many`` item that are the item's own (the others are the memory's spec fields).
-ITEM_KEYS = ("name", "kind", "now")
+ITEM_KEYS = ("name", "kind", "now", "passages")
 
 
 def batch_item(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,16 +131,19 @@ class Memory:
         """Write many memories in one call and one transaction (``dna.remember_many``), each embedded
         with this client's embedder (all texts in one ``embed`` call). An item is a mapping of the
         memory's fields (summary, title, body, area, affect, tags, source_refs, claims, metadata, or a
-        whole ``spec``) with optional ``name``, ``kind`` and ``now`` (its world time). ``atomic``
+        whole ``spec``) with optional ``name``, ``kind``, ``now`` (its world time) and ``passages``
+        (further texts it is found by, indexed and embedded beside its text). ``atomic``
         (default): all or nothing, a bad item fails the call naming its position (``item 3: …``);
         ``atomic=False`` writes the good items and reports the bad ones. Returns {count, created,
         updated, unchanged, failed, results: one per item, in order} (plus ``embedding_error`` when the
         embedder failed and the memories were indexed lexically)."""
         wire: list[dict[str, Any]] = [batch_item(item) for item in items]
         kinds = [w.get("kind") or kind for w in wire]
-        texts = [t or "" for (t,) in self.conn.execute(
+        own = [t or "" for (t,) in self.conn.execute(
             "SELECT dna.memory_text(k, s) FROM unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS u(k, s, o) ORDER BY o",
             (kinds, [Jsonb(w.get("spec")) for w in wire])).fetchall()] if wire else []
+        # one vector per indexed text: each item's text, then its passages (dna.remember_many)
+        texts = [t for text, w in zip(own, wire) for t in [text, *(w.get("passages") or [])]]
         embeddings, error = self._embed_many(texts)
         result = self._one(
             "SELECT dna.remember_many(%s, %s, kind => %s, tenant => %s, now => %s, embeddings => %s::vector[], "

@@ -24,12 +24,13 @@ CREATE OR REPLACE FUNCTION dna.conversation_context_turns()
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT 1
+    SELECT 2
 $$;
 
 COMMENT ON FUNCTION dna.conversation_context_turns() IS
-'1: how many turns before a turn its indexed text holds by default (dna.conversation_plan context_turns); '
-'chosen on the LoCoMo dev split by the rule of bench/RESULTS.md ("Conversations"). Pure.';
+'2: how many turns before a turn its indexed texts reach by default (dna.conversation_plan context_turns: the turn '
+'with the 2 before it, with the 1 before it, and alone); chosen on the LoCoMo dev split by the rule of '
+'bench/RESULTS.md ("Conversations"). Pure.';
 
 CREATE OR REPLACE FUNCTION dna.turn_line(speaker text, text text)
 RETURNS text
@@ -74,6 +75,8 @@ DECLARE
     lines jsonb;
     texts text[] := '{}';
     fields jsonb;
+    turn_fields text[];
+    before text[];
     item jsonb;
     dup record;
     synonyms constant jsonb := '{"content": "text", "message": "text", "body": "text", "name": "speaker",
@@ -198,6 +201,7 @@ BEGIN
         RAISE EXCEPTION 'the memory Kinds Turn and Episode are not registered' USING ERRCODE = '55000',
             HINT = 'Run dna db upgrade (revision 0019_where_users_run registers them).';
     END IF;
+    turn_fields := ARRAY(SELECT jsonb_array_elements_text(fields -> 'Turn'));
     FOR sess IN SELECT x.session, min(x.ord) AS first FROM jsonb_to_recordset(rows) AS x(ord integer, session text)
                 GROUP BY x.session ORDER BY min(x.ord) LOOP
         -- stored turns of the session: name -> {turn, line}
@@ -232,18 +236,31 @@ BEGIN
                                                            "time" text, session_time text, id text, metadata jsonb, name text)
                  WHERE x.session = sess.session ORDER BY x.ord LOOP
             ordinal := (by_name #>> ARRAY[t.name, 'turn'])::integer;
+            -- the turns before it, nearest last: its text holds all of them, its views fewer, the last one none
+            before := ARRAY(SELECT l.value ->> 'line' FROM jsonb_array_elements(lines) AS l
+                            WHERE (l.value ->> 'turn')::integer BETWEEN ordinal - context_turns AND ordinal - 1
+                            ORDER BY (l.value ->> 'turn')::integer);
             item := jsonb_build_object(
                 'ord', t.ord, 'kind', 'Turn', 'name', t.name, 'now', t."time",
                 'spec', jsonb_strip_nulls(jsonb_build_object(
                     'summary', t.text, 'title', t.speaker,
-                    'context', (SELECT string_agg(l.value ->> 'line', ' / ' ORDER BY (l.value ->> 'turn')::integer)
-                                FROM jsonb_array_elements(lines) AS l
-                                WHERE (l.value ->> 'turn')::integer BETWEEN ordinal - context_turns AND ordinal - 1),
+                    'context', nullif(array_to_string(before, ' / '), ''),
                     'created_at', t."time",
                     'conversation', jsonb_strip_nulls(jsonb_build_object(
                         'id', conversation, 'session', sess.session, 'turn', ordinal, 'speaker', t.speaker, 'role', t.role,
                         'session_date', left(t.session_time, 10), 'turn_id', t.id)),
                     'metadata', CASE WHEN t.metadata <> '{}'::jsonb THEN t.metadata END)));
+            -- its views: the same turn with fewer of the turns before it, down to none (passages 1, 2, …);
+            -- a hit answers by its best view (dna.search's MaxP)
+            IF cardinality(before) > 0 THEN
+                item := item || jsonb_build_object('passages', (
+                    SELECT jsonb_agg(dna.memory_text_of(turn_fields,
+                                         jsonb_strip_nulls(jsonb_set(item -> 'spec', '{context}',
+                                             coalesce(to_jsonb(nullif(array_to_string(before[cardinality(before) - j + 1:], ' / '), '')),
+                                                      'null'::jsonb))))
+                                     ORDER BY j DESC)
+                    FROM generate_series(0, cardinality(before) - 1) AS j));
+            END IF;
             items := items || item;
         END LOOP;
         episodes := episodes || jsonb_build_object(
@@ -267,9 +284,16 @@ BEGIN
     -- items in input order (their positions are the turns'), the episodes after them
     items := (SELECT jsonb_agg(e.value - 'ord' ORDER BY (e.value ->> 'ord')::integer) FROM jsonb_array_elements(items) AS e)
              || episodes;
-    texts := ARRAY(SELECT dna.memory_text_of(ARRAY(SELECT jsonb_array_elements_text(fields -> (e.value ->> 'kind'))),
-                                             e.value -> 'spec')
-                   FROM jsonb_array_elements(items) WITH ORDINALITY AS e(value, o) ORDER BY e.o);
+    -- what is indexed, in the order dna.remember_many takes vectors: each item's text, then its passages
+    texts := ARRAY(SELECT x.body FROM (
+                       SELECT e.o, 0 AS p, dna.memory_text_of(ARRAY(SELECT jsonb_array_elements_text(fields -> (e.value ->> 'kind'))),
+                                                              e.value -> 'spec') AS body
+                       FROM jsonb_array_elements(items) WITH ORDINALITY AS e(value, o)
+                       UNION ALL
+                       SELECT e.o, v.ord, v.body
+                       FROM jsonb_array_elements(items) WITH ORDINALITY AS e(value, o)
+                       CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(e.value -> 'passages', '[]')) WITH ORDINALITY AS v(body, ord)
+                   ) AS x ORDER BY x.o, x.p);
     RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'conversation', conversation, 'items', items,
                               'texts', to_jsonb(texts), 'digest', md5(array_to_string(texts, chr(30))),
                               'turns', n, 'episodes', jsonb_array_length(episodes));
@@ -278,12 +302,14 @@ $$;
 
 COMMENT ON FUNCTION dna.conversation_plan(text, text, jsonb, text, jsonb, text, boolean, timestamptz, integer) IS
 'What dna.remember_conversation writes for these turns, read-only: {scope, tenant, conversation, items (dna.remember_many '
-'items: one Turn per turn in input order, then one Episode per session touched), texts (the indexed text of each '
-'item, dna.memory_text_of: what a client embeds, in items'' order), digest (md5 of the texts), turns, episodes}. turns: '
+'items: one Turn per turn in input order, then one Episode per session touched), texts (what is indexed, in the order '
+'dna.remember_many takes vectors: each item''s text, dna.memory_text_of, then its passages: what a client embeds), '
+'digest (md5 of the texts), turns, episodes}. turns: '
 'a JSON array of {text (required), speaker (default role), role, time (ISO-8601; default the session''s time in sessions, '
 'else now), session (default the session argument, else ''1''), id, metadata}; sessions: {"<session>": "<ISO-8601 time>"}. '
-'A Turn: summary = text, title = speaker, context = the context_turns (default dna.conversation_context_turns()) turns '
-'before it in its session ("speaker: text" joined by " / "), created_at = its time, conversation = {id, session, turn '
+'A Turn: summary = text, title = speaker, context = the context_turns (0..10, default dna.conversation_context_turns() '
+'= 2) turns before it in its session ("speaker: text" joined by " / "; its text: title, summary, context), and as '
+'passages its views with fewer of them, down to none (a hit answers by its best view), created_at = its time, conversation = {id, session, turn '
 '(its place, 1-based: stored, else next after the stored ones), speaker, role, session_date, turn_id}, metadata. An '
 'Episode <conversation>/<session>: title, summary (turn count, speakers), body (every turn, "speaker: text" lines), '
 'created_at = started_at, ended_at, turns, conversation {id, session, session_date}. Errors: 22023 naming the turn''s '
@@ -312,10 +338,10 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(
         'dna.conversation' || chr(31) || scope || chr(31) || resolved || chr(31) || conversation, 0));
     plan := dna.conversation_plan(scope, conversation, turns, session, sessions, tenant, personal, now, context_turns);
-    n := jsonb_array_length(plan -> 'items');
+    n := jsonb_array_length(plan -> 'texts');
     IF embeddings IS NOT NULL AND cardinality(embeddings) <> n THEN
-        RAISE EXCEPTION 'embeddings must have one element per item of the plan (% turns and episodes), got %', n,
-            cardinality(embeddings) USING ERRCODE = '22023',
+        RAISE EXCEPTION 'embeddings must have one element per text of the plan (% texts of turns, their views and episodes), got %',
+            n, cardinality(embeddings) USING ERRCODE = '22023',
             HINT = 'Embed the texts dna.conversation_plan returns, in their order.';
     END IF;
     IF embeddings IS NOT NULL AND digest IS DISTINCT FROM plan ->> 'digest' THEN
@@ -340,7 +366,7 @@ COMMENT ON FUNCTION dna.remember_conversation(text, text, jsonb, text, jsonb, te
 'A conversation''s turns in one call and one transaction: writes the plan of dna.conversation_plan (same arguments; one '
 'memory of Kind Turn per turn, knowing its conversation, session, place, speaker, role and time, indexed with the turns '
 'before it; one Episode per session touched, with its time span) through dna.remember_many (embeddings: one vector '
-'per plan item, in its order, under model_id; with them, digest must be the plan''s, else 40001: the conversation '
+'per text of the plan, in its order, under model_id; with them, digest must be the plan''s, else 40001: the conversation '
 'changed since the texts were read). Writers of one conversation queue on an advisory lock. Re-sending the same turns '
 'changes nothing (unchanged); sending a session''s new turns appends them. atomic as dna.remember_many (a bad turn '
 'fails the call naming its position). Returns {scope, tenant, personal, conversation, turns: one result per turn in '

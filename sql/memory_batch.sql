@@ -41,6 +41,10 @@ DECLARE
     preps jsonb[] := '{}';
     embs vector[] := '{}';
     ats timestamptz[] := '{}';
+    views jsonb[] := '{}';                               -- per item: its further indexed texts (passages 1..)
+    vembs jsonb[] := '{}';                               -- per item: their slots in embeddings ([first, count])
+    slot integer := 1;                                   -- the next item's first slot in embeddings
+    needed integer := 0;
     failed jsonb := '[]'::jsonb;                         -- {ord, sqlstate, error, hint} of the items refused
     results jsonb;
     dup record;
@@ -64,9 +68,14 @@ BEGIN
         RAISE EXCEPTION '% items in one call; the limit is %: send batches', n, dna.remember_many_limit()
             USING ERRCODE = '54000';
     END IF;
-    IF embeddings IS NOT NULL AND cardinality(embeddings) <> n THEN
-        RAISE EXCEPTION 'embeddings must have one element per item (NULL: lexical only), got % for % items',
-            cardinality(embeddings), n USING ERRCODE = '22023';
+    -- One vector per indexed text: for each item its text, then its passages.
+    needed := (SELECT coalesce(sum(1 + CASE WHEN jsonb_typeof(x.value -> 'passages') = 'array'
+                                            THEN jsonb_array_length(x.value -> 'passages') ELSE 0 END), 0)
+               FROM jsonb_array_elements(items) AS x);
+    IF embeddings IS NOT NULL AND cardinality(embeddings) <> needed THEN
+        RAISE EXCEPTION 'embeddings must have one element per indexed text (each item''s text, then its passages: %), got %',
+            needed, cardinality(embeddings) USING ERRCODE = '22023',
+            HINT = 'A NULL element indexes that text lexically only; embeddings => NULL indexes every text so.';
     END IF;
     IF n = 0 THEN
         RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'count', 0,
@@ -75,7 +84,10 @@ BEGIN
 
     -- 1. Every item is checked and stamped before anything is written (dna.remember's rules); a bad
     -- one is named by its position (1-based): the call fails (atomic) or the item is reported.
-    FOR it IN SELECT x.value AS item, x.ord::integer AS ord FROM jsonb_array_elements(items) WITH ORDINALITY AS x(value, ord)
+    FOR it IN SELECT x.value AS item, x.ord::integer AS ord,
+                     CASE WHEN jsonb_typeof(x.value -> 'passages') = 'array' THEN jsonb_array_length(x.value -> 'passages')
+                          ELSE 0 END AS extra
+              FROM jsonb_array_elements(items) WITH ORDINALITY AS x(value, ord)
               ORDER BY x.ord LOOP
         BEGIN
             IF jsonb_typeof(it.item) <> 'object' THEN
@@ -83,10 +95,18 @@ BEGIN
                     USING ERRCODE = '22023';
             END IF;
             SELECT string_agg(quote_literal(k), ', ' ORDER BY k) INTO unknown
-            FROM jsonb_object_keys(it.item) AS k WHERE k NOT IN ('spec', 'name', 'kind', 'now');
+            FROM jsonb_object_keys(it.item) AS k WHERE k NOT IN ('spec', 'name', 'kind', 'now', 'passages');
             IF unknown IS NOT NULL THEN
-                RAISE EXCEPTION 'unknown key % (an item is {spec, name?, kind?, now?})', unknown USING ERRCODE = '22023',
+                RAISE EXCEPTION 'unknown key % (an item is {spec, name?, kind?, now?, passages?})', unknown USING ERRCODE = '22023',
                     HINT = 'The memory''s fields (summary, tags, metadata, …) go inside spec.';
+            END IF;
+            IF it.item ? 'passages' AND (jsonb_typeof(it.item -> 'passages') <> 'array'
+                   OR EXISTS (SELECT 1 FROM jsonb_array_elements(it.item -> 'passages') AS x
+                              WHERE jsonb_typeof(x) <> 'string' OR btrim(x #>> '{}') = '' OR octet_length(x #>> '{}') > 1000000)
+                   OR jsonb_array_length(it.item -> 'passages') > 99) THEN
+                RAISE EXCEPTION 'passages must be a list of at most 99 non-blank texts (each at most 1000000 bytes)'
+                    USING ERRCODE = '22023',
+                    HINT = 'Further texts the memory is found by, indexed beside its own text (passages 1, 2, …).';
             END IF;
             item_kind := dna.check_memory_kind(coalesce(it.item ->> 'kind', kind, 'Engram'));
             item_at := CASE WHEN jsonb_typeof(it.item -> 'now') = 'string'
@@ -104,8 +124,11 @@ BEGIN
             names := names || item_name;
             givens := givens || (it.item -> 'spec');
             preps := preps || prepared;
-            embs := embs || embeddings[it.ord];
+            embs := embs || embeddings[slot];
             ats := ats || coalesce(item_at, at);
+            views := views || coalesce(it.item -> 'passages', '[]'::jsonb);
+            vembs := vembs || jsonb_build_array(slot + 1, it.extra);
+            slot := slot + 1 + it.extra;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_text = MESSAGE_TEXT, err_hint = PG_EXCEPTION_HINT;
             IF atomic THEN
@@ -115,6 +138,7 @@ BEGIN
             END IF;
             failed := failed || jsonb_strip_nulls(jsonb_build_object('ord', it.ord, 'sqlstate', err_state,
                                                                       'error', err_text, 'hint', nullif(err_hint, '')));
+            slot := slot + 1 + it.extra;
         END;
     END LOOP;
     -- One memory once per call: two items of one (kind, name) are refused (the later one, non-atomic).
@@ -140,16 +164,21 @@ BEGIN
             preps := preps[:i - 1] || preps[i + 1:];
             embs := embs[:i - 1] || embs[i + 1:];
             ats := ats[:i - 1] || ats[i + 1:];
+            views := views[:i - 1] || views[i + 1:];
+            vembs := vembs[:i - 1] || vembs[i + 1:];
         END LOOP;
     END IF;
 
     -- 2. The write, set-based. A failure here (rare: a history guard, a lock) fails the call when
-    -- atomic; otherwise the items are written one by one (dna.remember), each in its own
-    -- subtransaction, and the ones that fail are reported.
+    -- atomic; otherwise the items are written one by one (the same write for one item), each in its
+    -- own subtransaction, and the ones that fail are reported.
     IF cardinality(ords) > 0 THEN
         BEGIN
             results := dna.remember_many_write(scope, tenant, personal IS TRUE, model_id, ords, kinds_, names,
-                                               givens, preps, embs);
+                                               givens, preps, embs, views,
+                                               ARRAY(SELECT to_jsonb(embeddings[(v ->> 0)::integer :
+                                                                                         (v ->> 0)::integer + (v ->> 1)::integer - 1])
+                                                     FROM unnest(vembs) AS v));
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_text = MESSAGE_TEXT, err_hint = PG_EXCEPTION_HINT;
             IF atomic THEN
@@ -159,15 +188,11 @@ BEGIN
             results := '[]'::jsonb;
             FOR i IN 1 .. cardinality(ords) LOOP
                 BEGIN
-                    results := results || (SELECT jsonb_build_object('ord', ords[i], 'kind', r ->> 'kind', 'name', r ->> 'name',
-                                                                     'action', r ->> 'action', 'version', r -> 'version',
-                                                                     'recorded_at', r -> 'recorded_at',
-                                                                     'index', jsonb_build_object('action', r #> '{index,action}',
-                                                                                                 'embedded', r #> '{index,embedded}'))
-                                           FROM dna.remember(scope, givens[i], kinds_[i], names[i],
-                                                             CASE WHEN personal IS TRUE THEN '' ELSE tenant END,
-                                                             ats[i],
-                                                             embs[i], model_id, personal IS TRUE) AS r);
+                    results := results || dna.remember_many_write(
+                        scope, tenant, personal IS TRUE, model_id, ARRAY[ords[i]], ARRAY[kinds_[i]], ARRAY[names[i]],
+                        ARRAY[givens[i]], ARRAY[preps[i]], ARRAY[embs[i]], ARRAY[views[i]],
+                        ARRAY[to_jsonb(embeddings[(vembs[i] ->> 0)::integer :
+                                                           (vembs[i] ->> 0)::integer + (vembs[i] ->> 1)::integer - 1])]);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_text = MESSAGE_TEXT, err_hint = PG_EXCEPTION_HINT;
                     failed := failed || jsonb_strip_nulls(jsonb_build_object('ord', ords[i], 'sqlstate', err_state,
@@ -192,9 +217,10 @@ $$;
 
 COMMENT ON FUNCTION dna.remember_many(text, jsonb, text, text, timestamptz, vector[], text, boolean, boolean) IS
 'Many memories in one call and one transaction: items is a JSON array of {spec, name?, kind? (default the kind '
-'argument, Engram), now? (ISO-8601 world time of that item, default now, default now())}, embeddings one vector per '
-'item (NULL or a NULL element: lexical only) under model_id (default dna-fake-hash-v1); scope, tenant and personal '
-'as dna.remember. Each item is what dna.remember(scope, spec, kind, name, tenant, now, embedding, model_id, personal) '
+'argument, Engram), now? (ISO-8601 world time of that item, default now, default now()), passages? (at most 99 further '
+'texts the memory is found by, indexed beside its text as passages 1, 2, …: a hit answers by its best one)}, '
+'embeddings one vector per indexed text (each item''s text, then its passages; NULL or a NULL element: lexical only) '
+'under model_id (default dna-fake-hash-v1); scope, tenant and personal as dna.remember. Each item is what dna.remember(scope, spec, kind, name, tenant, now, embedding, model_id, personal) '
 'writes (validated and stamped by dna.prepare_memory_spec, named by dna.memory_name when no name, a stored memory '
 'restated by dna.restated_spec, a version appended, its text indexed), written set-based: one INSERT of the records '
 'and one dna.index_documents of their texts. Every item is checked before anything is written. atomic => true '
@@ -208,7 +234,8 @@ COMMENT ON FUNCTION dna.remember_many(text, jsonb, text, text, timestamptz, vect
 
 CREATE OR REPLACE FUNCTION dna.remember_many_write(scope text, tenant text, personal boolean, model_id text,
                                                    ords integer[], kinds text[], names text[], givens jsonb[],
-                                                   preps jsonb[], embs vector[])
+                                                   preps jsonb[], embs vector[], views jsonb[] DEFAULT NULL,
+                                                   view_embs jsonb[] DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -262,13 +289,38 @@ BEGIN
                    FROM unnest(kinds, merged) WITH ORDINALITY AS u(kind, spec, o) ORDER BY u.o);
     snippets := ARRAY(SELECT left(coalesce(nullif(u.spec ->> 'summary', ''), u.body), 240)
                       FROM unnest(merged, texts) WITH ORDINALITY AS u(spec, body, o) ORDER BY u.o);
-    -- Their texts, in one set-based write of the search rows (one BM25 sync for the batch).
-    SELECT coalesce(jsonb_object_agg(r.kind || chr(31) || r.name, jsonb_build_object('action', r.action, 'embedded', r.embedded)),
-                    '{}'::jsonb) AS by_key
-    INTO idx
-    FROM dna.index_documents(scope, kinds, names, texts, embs, model_id, NULL,
-                             CASE WHEN personal THEN '' ELSE tenant END, snippets, personal) AS r
-    WHERE r.ord IS NOT NULL;
+    -- Their texts, in one set-based write of the search rows (one BM25 sync for the batch): each
+    -- memory's text is its passage 0, its further texts (views) passages 1, 2, …, all with its snippet.
+    IF views IS NULL OR NOT EXISTS (SELECT 1 FROM unnest(views) AS v WHERE jsonb_array_length(v) > 0) THEN
+        SELECT coalesce(jsonb_object_agg(r.kind || chr(31) || r.name, jsonb_build_object('action', r.action, 'embedded', r.embedded)),
+                        '{}'::jsonb) AS by_key
+        INTO idx
+        FROM dna.index_documents(scope, kinds, names, texts, embs, model_id, NULL,
+                                 CASE WHEN personal THEN '' ELSE tenant END, snippets, personal) AS r
+        WHERE r.ord IS NOT NULL;
+    ELSE
+        WITH rows AS (
+            SELECT u.o, 0 AS passage, u.kind, u.name, u.body, u.emb, u.snippet
+            FROM unnest(kinds, names, texts, embs, snippets) WITH ORDINALITY AS u(kind, name, body, emb, snippet, o)
+            UNION ALL
+            SELECT u.o, x.ord::integer, u.kind, u.name, x.body, (view_embs[u.o] ->> (x.ord::integer - 1))::vector, u.snippet
+            FROM unnest(kinds, names, views, snippets) WITH ORDINALITY AS u(kind, name, v, snippet, o)
+            CROSS JOIN LATERAL jsonb_array_elements_text(u.v) WITH ORDINALITY AS x(body, ord))
+        SELECT coalesce(jsonb_object_agg(k.key, jsonb_build_object('action', k.action, 'embedded', k.embedded)), '{}'::jsonb)
+               AS by_key
+        INTO idx
+        FROM (SELECT r.kind || chr(31) || r.name AS key,
+                     CASE WHEN bool_and(r.action = 'unchanged') THEN 'unchanged' WHEN bool_and(r.action = 'inserted') THEN 'inserted'
+                          WHEN bool_and(r.action IN ('embedded', 'unchanged')) THEN 'embedded' ELSE 'updated' END AS action,
+                     bool_and(r.embedded) AS embedded
+              FROM dna.index_documents(scope,
+                       ARRAY(SELECT x.kind FROM rows AS x ORDER BY x.o, x.passage), ARRAY(SELECT x.name FROM rows AS x ORDER BY x.o, x.passage),
+                       ARRAY(SELECT x.body FROM rows AS x ORDER BY x.o, x.passage), ARRAY(SELECT x.emb FROM rows AS x ORDER BY x.o, x.passage),
+                       model_id, NULL, CASE WHEN personal THEN '' ELSE tenant END,
+                       ARRAY(SELECT x.snippet FROM rows AS x ORDER BY x.o, x.passage), personal,
+                       ARRAY(SELECT x.passage FROM rows AS x ORDER BY x.o, x.passage)) AS r
+              GROUP BY r.kind, r.name) AS k;
+    END IF;
     SELECT jsonb_agg(jsonb_build_object('ord', u.ord, 'kind', u.kind, 'name', u.name, 'action', u.action,
                                         'version', v.version, 'recorded_at', dna.iso8601(v.created_at),
                                         'index', idx.by_key -> (u.kind || chr(31) || u.name)) ORDER BY u.ord)
@@ -282,10 +334,12 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.remember_many_write(text, text, boolean, text, integer[], text[], text[], jsonb[], jsonb[], vector[]) IS
+COMMENT ON FUNCTION dna.remember_many_write(text, text, boolean, text, integer[], text[], text[], jsonb[], jsonb[], vector[], jsonb[], jsonb[]) IS
 'The write of dna.remember_many (arguments already checked and stamped: parallel arrays of the items'' positions, '
 'Kinds, names, given and prepared specs, vectors; tenant resolved): the keys locked in key order (dna.lock_memory''s '
 'advisory lock, then the rows), each spec restated over the stored one (dna.restated_spec), one INSERT … ON CONFLICT '
 'of those that change (their versions appended by the dna_instances triggers), one dna.index_documents of every '
 'item''s text (dna.memory_text_of with its Kind''s embed_fields; snippet: the summary, else the text, 240 '
-'characters). Returns [{ord, kind, name, action, version, recorded_at, index {action, embedded}}] in position order.';
+'characters); views (per item, a JSON array of further texts, or NULL) are its passages 1, 2, … (view_embs: per item a '
+'JSON array of their vectors, as text). Returns [{ord, kind, name, action, version, recorded_at, index {action, '
+'embedded}}] in position order.';

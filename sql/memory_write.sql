@@ -367,7 +367,9 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF dna.kind_has_trait(OLD.kind, 'memory.recallable') AND EXISTS (
+    -- A memory's own search row is its passage 0; passages 1, 2, … are further texts it is found by
+    -- (dna.remember_many's passages, a conversation turn's views), which a new write replaces.
+    IF OLD.passage = 0 AND dna.kind_has_trait(OLD.kind, 'memory.recallable') AND EXISTS (
            SELECT 1 FROM dna.dna_instances AS i
            WHERE i.scope = OLD.scope AND i.kind = OLD.kind AND i.name = OLD.name AND i.tenant = OLD.tenant
              AND NOT dna.is_redacted(i.spec)) THEN
@@ -381,10 +383,11 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
-'BEFORE DELETE trigger of the width search tables: the search document of a stored record of a '
-'memory Kind (Engram, Research, Evidence) cannot be deleted (dna.delete_document, the client''s delete, raw '
-'DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
-'go. Errors: 23001 naming dna.forget.';
+'BEFORE DELETE trigger of the width search tables: the search document (passage 0) of a stored record of a '
+'memory Kind (Engram, Research, Evidence, Turn, Episode) cannot be deleted (dna.delete_document, the client''s '
+'delete, raw DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
+'go, and so do a memory''s further passages (1, 2, …: texts it is also found by, which each write replaces). '
+'Errors: 23001 naming dna.forget.';
 
 CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
 RETURNS trigger

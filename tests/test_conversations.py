@@ -43,12 +43,19 @@ def test_one_call_writes_each_turn_with_its_place_context_time_and_the_sessions_
     rows = _turns(sql)
     assert [(r[0], r[1], r[2]) for r in rows] == [("1", 1, "Caroline"), ("1", 2, "Melanie"), ("1", 3, "Caroline"),
                                                    ("2", 1, "Melanie"), ("2", 2, "Caroline")]
-    assert rows[0][4] is None and rows[2][4] == "Melanie: Did you like it?"        # the turn before it, in its session
+    # the turns before it, in its session (dna.conversation_context_turns() = 2)
+    assert rows[0][4] is None and rows[1][4] == "Caroline: I went to the LGBTQ support group yesterday."
+    assert rows[2][4] == "Caroline: I went to the LGBTQ support group yesterday. / Melanie: Did you like it?"
     assert rows[3][4] is None                                                      # a session starts afresh
     assert {r[5] for r in rows[:3]} == {"2023-05-08T13:56:00+00:00"}
-    # the indexed text: speaker, what was said, the turn before it
-    body = sql.execute("SELECT body FROM dna.dna_search_docs_384 WHERE name = %s", (rows[2][6],)).fetchone()[0]
-    assert body == "Caroline Yes, I did! It was so inspiring. Melanie: Did you like it?"
+    # the indexed texts: speaker, what was said, the turns before it; then the views with fewer of them
+    bodies = [b for (b,) in sql.execute("SELECT body FROM dna.dna_search_docs_384 WHERE name = %s ORDER BY passage",
+                                         (rows[2][6],))]
+    assert bodies == ["Caroline Yes, I did! It was so inspiring. Caroline: I went to the LGBTQ support group yesterday. "
+                      "/ Melanie: Did you like it?",
+                      "Caroline Yes, I did! It was so inspiring. Melanie: Did you like it?",
+                      "Caroline Yes, I did! It was so inspiring."]
+    assert sql.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE name = %s", (rows[0][6],)).fetchone()[0] == 1
     meta = sql.execute("SELECT metadata FROM dna.dna_instances WHERE name = %s", (rows[2][6],)).fetchone()[0]
     assert {k: meta[k] for k in ("conversation", "session", "turn", "speaker", "role", "session_date")} == {
         "conversation": "c1", "session": "1", "turn": 3, "speaker": "Caroline", "role": "user",
@@ -69,7 +76,8 @@ def test_resending_changes_nothing_and_new_turns_append(sql):
     more = _remember(sql, [{"speaker": "Melanie", "text": "Glad to hear it.", "time": "2023-05-08T14:30:00Z"}])
     assert (more["created"], more["updated"]) == (1, 1)                            # the turn, and its episode
     rows = _turns(sql)
-    assert [r[1] for r in rows] == [1, 2, 3, 4] and rows[3][4] == "Caroline: Yes, I did! It was so inspiring."
+    assert [r[1] for r in rows] == [1, 2, 3, 4]
+    assert rows[3][4] == "Melanie: Did you like it? / Caroline: Yes, I did! It was so inspiring."
     span = sql.execute("SELECT spec ->> 'started_at', spec ->> 'ended_at', spec ->> 'turns' FROM dna.dna_instances "
                        "WHERE kind = 'Episode' AND name = 'c1/1'").fetchone()
     assert span == ("2023-05-08T13:56:00+00:00", "2023-05-08T14:30:00+00:00", "4")
@@ -101,12 +109,14 @@ def test_a_bad_turn_is_refused_naming_its_position_and_nothing_is_written(sql, t
 def test_vectors_must_be_of_the_plan_read(sql):
     plan = sql.execute("SELECT dna.conversation_plan('chat', 'c1', %s, sessions => %s)", (Jsonb(S1), Jsonb(SESSIONS))
                        ).fetchone()[0]
-    assert len(plan["texts"]) == len(plan["items"]) == 4 and plan["texts"][0].startswith("Caroline I went")
+    # each item's text, then its views: turn 1 alone, turn 2 with 1 and 0 turns before, turn 3 with 2, 1, 0; the episode
+    assert len(plan["items"]) == 4 and len(plan["texts"]) == 1 + 2 + 3 + 1
+    assert plan["texts"][0] == "Caroline I went to the LGBTQ support group yesterday."
     call = ("SELECT dna.remember_conversation('chat', 'c1', %s, sessions => %s, digest => %s, "
             "embeddings => ARRAY(SELECT dna.fake_embed(t) FROM jsonb_array_elements_text(%s) AS t))")
     with pytest.raises(psycopg.errors.SerializationFailure, match="changed since its texts were read"):
         sql.execute(call, (Jsonb(S1), Jsonb(SESSIONS), "0" * 32, Jsonb(plan["texts"])))
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="one element per item of the plan"):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="one element per text of the plan"):
         sql.execute(call, (Jsonb(S1), Jsonb(SESSIONS), plan["digest"], Jsonb(plan["texts"][:2])))
     out = sql.execute(call, (Jsonb(S1), Jsonb(SESSIONS), plan["digest"], Jsonb(plan["texts"]))).fetchone()[0]
     assert all(t["index"]["embedded"] for t in out["turns"])
@@ -165,7 +175,7 @@ def test_python_embeds_the_plan_in_one_call(client):
     original = client.embedder.embed
     client.embedder.embed = lambda texts: calls.append(list(texts)) or original(texts)
     out = client.memory.remember_conversation("py", "c1", S1, sessions=SESSIONS)
-    assert out["created"] == 4 and len(calls) == 1 and len(calls[0]) == 4
+    assert out["created"] == 4 and len(calls) == 1 and len(calls[0]) == 7      # 6 turn texts and views, 1 episode
     assert all(t["index"]["embedded"] for t in out["turns"])
     hits = client.memory.recall("py", "did she enjoy the support group", kinds=["Turn"], context=1,
                                 reconsolidate=False)["hits"]

@@ -115,12 +115,33 @@ def test_two_items_of_one_memory_and_bad_arguments_are_refused(sql):
         sql.execute("SELECT dna.remember_many('d', %s)", (Jsonb(_items(["a", "b", "a"])),))
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="items must be a JSON array"):
         sql.execute("SELECT dna.remember_many('d', '{}')")
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="one element per item"):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="one element per indexed text"):
         sql.execute("SELECT dna.remember_many('d', %s, embeddings => ARRAY[dna.fake_embed('a')])", (Jsonb(_items(["a", "b"])),))
     with pytest.raises(psycopg.errors.ProgramLimitExceeded):
         sql.execute("SELECT dna.remember_many('d', (SELECT jsonb_agg(jsonb_build_object('spec', "
                     "jsonb_build_object('summary', 'm' || g))) FROM generate_series(1, 10001) AS g))")
     assert sql.execute("SELECT dna.remember_many('d', '[]')").fetchone()[0]["count"] == 0
+
+
+def test_passages_are_further_texts_a_memory_is_found_by(sql):
+    out = sql.execute("SELECT dna.remember_many('views', %s, embeddings => ARRAY[dna.fake_embed('standups'), "
+                      "dna.fake_embed('daily meeting at nine'), NULL, dna.fake_embed('lunch')])",
+                      (Jsonb([{"spec": {"summary": "standups"}, "name": "s", "passages": ["daily meeting at nine", "scrum"]},
+                              {"spec": {"summary": "lunch"}, "name": "l"}]),)).fetchone()[0]
+    assert out["created"] == 2
+    rows = sql.execute("SELECT name, passage, body, embedding IS NOT NULL FROM dna.dna_search_docs_384 "
+                       "WHERE scope = 'views' ORDER BY 1, 2").fetchall()
+    assert rows == [("l", 0, "lunch", True), ("s", 0, "standups", True), ("s", 1, "daily meeting at nine", True),
+                    ("s", 2, "scrum", False)]
+    hits = sql.execute("SELECT dna.recall('views', 'scrum', reconsolidate => false) -> 'hits'").fetchone()[0]
+    assert [(h["name"], h["summary"]) for h in hits] == [("s", "standups")]          # found by a passage, shown as itself
+    # fewer passages next time: the others go (a memory's passage 0 never does)
+    sql.execute("SELECT dna.remember_many('views', %s)", (Jsonb([{"spec": {"summary": "standups"}, "name": "s"}]),))
+    assert sql.execute("SELECT array_agg(passage) FROM dna.dna_search_docs_384 WHERE name = 's'").fetchone()[0] == [0]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="item 1: passages must be a list"):
+        sql.execute("SELECT dna.remember_many('views', %s)", (Jsonb([{"spec": {"summary": "x"}, "passages": "y"}]),))
+    with pytest.raises(psycopg.errors.RestrictViolation):
+        sql.execute("DELETE FROM dna.dna_search_docs_384 WHERE name = 's' AND passage = 0")
 
 
 def test_a_personal_batch_lands_in_the_callers_partition(sql):

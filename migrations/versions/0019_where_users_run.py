@@ -65,7 +65,11 @@ conversations (issue 25 item 2 of its list): the new plane file ``sql/conversati
 ``memory_batch.sql``, ``NEW``): ``dna.remember_conversation(scope, conversation, turns, …)`` writes a
 conversation's turns in one call and one transaction (through ``dna.remember_many``): each turn a memory of
 the new Kind ``Turn`` that knows its conversation, session, place, speaker, role and time
-(``spec.conversation``, its metadata), indexed with its speaker and the turns before it; each session touched
+(``spec.conversation``, its metadata), indexed with its speaker and the turns before it (its text with the
+``dna.conversation_context_turns()`` = 2 before it, and as passages its views with fewer, down to none: a hit
+answers by its best view; ``dna.remember_many``'s items take ``passages`` for that, and
+``dna.search_docs_refuse_delete`` refuses the delete of a memory's passage 0 only, so a write can replace its
+other passages); each session touched
 an ``Episode`` with its time span; ``dna.conversation_plan`` gives the texts a client embeds (and their
 digest, which the verb checks: 40001 when the conversation changed in between). ``dna.recall`` gains
 ``context integer`` (the turns around each Turn hit, ``dna.turn_neighbours``); ``dna.prepare_memory_spec``
