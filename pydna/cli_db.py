@@ -61,7 +61,7 @@ def db_up(ctx: typer.Context) -> None:
             raise CliError(str(exc)) from exc
         embedded = True
     before = _applied_revision(dsn)
-    migrate.upgrade(dsn)
+    _migrate(dsn)
     head = migrate.head()
     if before == head:
         err.print(f"schema dna at revision {head} (up to date)", soft_wrap=True)
@@ -95,7 +95,7 @@ def db_upgrade(
         return
     dsn = server.admin_dsn_for(database_dsn(ctx))
     before = _applied_revision(dsn)
-    migrate.upgrade(dsn, revision=revision)
+    _migrate(dsn, revision=revision)
     after = _applied_revision(dsn)
     if server.is_embedded_dsn(dsn):
         server.ensure_app_role(dsn)
@@ -240,6 +240,20 @@ def vector_index_build(
     for notice in result.notices:
         if "already exists" not in notice:
             stderr().print(Text(notice, style="yellow"), soft_wrap=True)
+
+
+def _migrate(dsn: str, revision: str = "head") -> None:
+    """``migrate.upgrade`` with the revisions' notices on stderr; an unsupported server or a failed
+    revision is one red line (which revision, file, statement, server, hint)."""
+    from pydna import migrate
+    from pydna.supported import UnsupportedServer
+
+    err = stderr()
+    try:
+        migrate.upgrade(dsn, revision=revision,
+                        on_notice=lambda text: err.print(Text(f"note: {text}", style="yellow"), soft_wrap=True))
+    except (UnsupportedServer, migrate.MigrationFailed) as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _applied_revision(dsn: str) -> str | None:
