@@ -11,8 +11,8 @@ BEGIN
     FOREACH w IN ARRAY ARRAY[384, 768, 1024, 1536, 3072] LOOP
         IF to_regclass(format('dna.dna_search_docs_%s', w)) IS NOT NULL THEN
             EXECUTE format('ALTER TABLE dna.dna_search_docs_%s DROP COLUMN tsv, ADD COLUMN tsv tsvector '
-                           'GENERATED ALWAYS AS (to_tsvector(ts_config, coalesce(title, '''') || '' '' || body)) '
-                           'STORED', w);
+                           'GENERATED ALWAYS AS (to_tsvector(ts_config, coalesce(title, '''') || '' '' || body)) STORED',
+                           w);
         END IF;
     END LOOP;
 END
