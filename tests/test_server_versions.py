@@ -198,3 +198,14 @@ def test_a_failure_in_a_plane_file_names_it(empty_dsn):
     assert isinstance(failure.__cause__, Exception) and "(SQLSTATE 42P13)" in str(failure)
     with psycopg.connect(empty_dsn) as conn:
         assert migrate.current(conn) == "0018_citus_ready"
+
+
+def test_db_upgrade_sql_renders_for_the_server_version_given(runner):
+    for given, branch in (("15", True), ("16.4", True), ("160004", True), ("17", False), (None, False)):
+        args = ["db", "upgrade", "--sql"] + (["--server-version", given] if given else [])
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert ("DROP COLUMN tsv, ADD COLUMN tsv tsvector" in result.stdout) is branch, given
+        assert ("ALTER COLUMN tsv SET EXPRESSION AS" in result.stdout) is not branch, given
+    bad = runner.invoke(app, ["db", "upgrade", "--sql", "--server-version", "fifteen"])
+    assert bad.exit_code == 2 and "a PostgreSQL version such as 15" in " ".join(bad.output.replace("│", " ").split())
