@@ -81,6 +81,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_build_segment(scope text, model_id text, ten
                                                   source_segs integer[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -181,6 +182,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_add_docs(scope text, model_id text, tenant t
                                              seg_id integer)
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -218,6 +220,7 @@ COMMENT ON FUNCTION dna.bm25_add_docs(text, text, text, bigint[], integer) IS
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 BEGIN
@@ -261,6 +264,7 @@ COMMENT ON FUNCTION dna.bm25_remove_docs(text, text, text, bigint[]) IS
 CREATE OR REPLACE FUNCTION dna.bm25_sync()
 RETURNS trigger
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 DECLARE
     r record;
@@ -350,6 +354,7 @@ COMMENT ON FUNCTION dna.bm25_truncate() IS
 CREATE OR REPLACE FUNCTION dna.bm25_seal(scope text, model_id text, tenant text)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -387,6 +392,7 @@ COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -445,6 +451,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_compact(scope text DEFAULT NULL, model_id te
                                             wait_ms integer DEFAULT 2000)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

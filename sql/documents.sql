@@ -32,6 +32,7 @@ CREATE OR REPLACE FUNCTION dna.index_document(
     title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -136,6 +137,7 @@ CREATE OR REPLACE FUNCTION dna.index_documents(
     char_starts integer[] DEFAULT NULL, char_ends integer[] DEFAULT NULL)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -343,6 +345,7 @@ CREATE OR REPLACE FUNCTION dna.index_staged(scope text, batch uuid, model_id tex
                                             personal boolean DEFAULT false)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -414,6 +417,7 @@ CREATE OR REPLACE FUNCTION dna.stale_documents(
     tenants text[] DEFAULT NULL)
 RETURNS SETOF integer
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -446,6 +450,7 @@ CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text,
                                                model_id text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

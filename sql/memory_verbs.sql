@@ -93,6 +93,7 @@ CREATE OR REPLACE FUNCTION dna.remember(
     personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -244,6 +245,7 @@ CREATE OR REPLACE FUNCTION dna.recall(
     min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
