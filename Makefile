@@ -2,16 +2,18 @@
 #   make demo             fresh clone → venv, embedded PostgreSQL, migrations, index docs/, one hybrid search
 #   make test             fresh clone → venv, the whole test suite (starts its own embedded PostgreSQL 18)
 #   make test-fast        a first check in ~2-3 min: install, search, memory verbs, CLI (FAST below)
-#   make test-pg15        the suite's modules that use a server (PG15 below) on PostgreSQL 15 + pgvector 0.8.6,
-#                         installed as a managed service has it (DNA_TEST_MANAGED=1); needs $(PGVECTOR)
+#   make test-pg15        the suite's modules that use a server (PG15_TESTS) on PostgreSQL 15 + pgvector 0.8.6,
+#                         installed as a managed service has it (DNA_TEST_MANAGED=1); needs $(PG15)/install
+#                         run once, as root
 #   make test-standalone  the tracked files copied alone into an empty /tmp folder: the suite collects and
 #                         FAST passes there (nothing outside the repository is read)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SCIFACT ?= ../shared/data/scifact
-# PostgreSQL 15 + pgvector for `make test-pg15` (`install` once as root, then `pg15`): CI's copy.
-PGVECTOR ?= ../shared/pgvector
+# PostgreSQL 15 + pgvector for `make test-pg15`: `install` (once, as root) and `pg15` (a throwaway
+# server, started in a fresh /tmp folder on a free port by .ci/with-pg15). CI's copy, README there.
+PG15 ?= ../shared/pgvector
 PYTEST_ARGS ?=
 
 # The fast subset: install (pip-level and migrations), the goldens and the SciFact excerpt of
@@ -23,7 +25,7 @@ FAST := tests/test_base_install.py tests/test_migrations.py tests/test_smoke_sql
 # database of the test server: the embedded server's own life cycle (it is PostgreSQL 18 whatever the
 # server), the ONNX embedders, the base-install and import checks, the package layout.
 PG15_IGNORE := test_embedded_server test_onnx test_onnx_cut test_onnx_w8a8 test_base_install test_import_light test_layout
-PG15 := tests $(foreach m,$(PG15_IGNORE),--ignore=tests/$(m).py)
+PG15_TESTS ?= tests $(foreach m,$(PG15_IGNORE),--ignore=tests/$(m).py)
 
 .PHONY: venv demo test test-fast test-pg15 test-standalone bench clean
 
@@ -52,7 +54,7 @@ test-fast: venv
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) $(FAST)
 
 test-pg15: venv
-	DNA_TEST_MANAGED=1 .ci/with-pg15 $(PGVECTOR) $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(PG15)
+	DNA_TEST_MANAGED=1 .ci/with-pg15 $(PG15) $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(PG15_TESTS)
 
 test-standalone: venv
 	.ci/standalone $(abspath $(BIN)/python) $(PYTEST_ARGS) $(FAST)
