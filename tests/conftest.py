@@ -28,7 +28,7 @@ from pytest_postgresql.janitor import DatabaseJanitor
 from pydna import migrate
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"  # goldens and a SciFact excerpt, copied in (tests/data/README.md)
 TEMPLATE_DB = f"dna_template_{os.getpid()}"
 _counter = itertools.count()
 MANAGED = os.environ.get("DNA_TEST_MANAGED", "") not in ("", "0")
