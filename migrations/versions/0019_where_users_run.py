@@ -20,6 +20,18 @@ reads ``enable_presorted_aggregate`` with ``missing_ok`` and sets it only where 
 (PostgreSQL 16+): on 15 every seal, merge and compaction failed with 42704. PostgreSQL 15 has no
 presorted aggregates, so each posting list's ``array_agg(… ORDER BY …)`` sorts alone there, the plan the
 setting asks for on 16+. Same rows on 16+. No schema change.
+
+edges (issue 27 item 8, a fuzz of every ``dna.*`` function an application role may call): no text reaches
+dynamic SQL unquoted and no helper's work is unbounded. ``dna.receipt_arg`` reads its ``type`` with
+``to_regtype`` (22023 when it names no type) and casts to that type, so ``'text, (SELECT 1/0)'`` is refused
+instead of run; ``dna.scope_kinds_text`` and ``dna.protect_table`` take only tables of schema ``dna`` (a
+search table; a table with a tenant column), named from the catalog through ``%I`` (22023 otherwise);
+``dna.fake_embed_float8`` checks dims as ``dna.fake_embed`` does (1..16000, 22023: ``1628549775`` ran for
+seconds, ``0`` divided by zero); ``dna.nearest_names`` (and so ``nearest_scopes``) compares the first 64
+characters of each name (an 80,000-character text ran past 5 s); ``dna.take_receipt`` and
+``dna.receipt_call`` refuse args without an argument that has no default (22023 naming ``args.scope``,
+new ``dna.receipt_required_args``) instead of failing 42883 "function dna.search(…) does not exist".
+Answers for valid input unchanged. No schema change.
 """
 import sys
 from pathlib import Path
@@ -59,7 +71,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("bm25_write.sql",)
+CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "bm25_write.sql", "receipts.sql",
+                            "tenancy.sql")
 
 
 def changed_files() -> list[str]:
