@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator
@@ -218,8 +219,6 @@ def index_command(paths: list[Path], scope: str | None, kind: str = "Doc", tenan
                   name_prefix: str = "") -> str:
     """The ``dna index`` command line that indexes ``paths`` with the same scope, kind, tenant and
     name prefix (shell-quoted), for a message to copy from."""
-    import shlex
-
     words = ["dna", "index", *(str(p) for p in paths), "--scope", scope or "SCOPE"]
     if kind != "Doc":
         words += ["--kind", kind]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_bm25 import MODEL, _compact
-from test_bm25_budget import QUERIES, _index_many, mixed_scope  # noqa: F401 - the fixture is used by name
+from test_bm25_budget import QUERIES, _index_many, dna_dsn, mixed_scope, mixed_template  # noqa: F401 - fixtures, used by name
 
 RELEASED = Path(__file__).resolve().parents[1] / "migrations" / "versions" / "0010_scale" / "bm25.sql"
 
