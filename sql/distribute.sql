@@ -265,6 +265,26 @@ COMMENT ON FUNCTION dna.sync_tenancy_maps() IS
 -- dna.distribute: the one step that puts an installed pydna on Citus
 -- ---------------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION dna.citus_placement_name(partmethod "char", repmodel "char")
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    -- A pure function of the two pg_dist_partition columns, so that one server evaluates every
+    -- branch (tests/test_citus_guard_rails.py): inside dna.citus_placement the CASE is reached only
+    -- where pg_dist_partition exists, and its last branch failed there (42725: unknown || "char" has
+    -- no unique operator; D1 of ../shared/research/citus-probe-3.md).
+    SELECT CASE WHEN partmethod IS NULL THEN 'local'
+                WHEN partmethod = 'h' THEN 'distributed'
+                WHEN partmethod = 'n' AND repmodel = 't' THEN 'reference'
+                WHEN partmethod = 'n' THEN 'citus_local'
+                ELSE 'citus:' || partmethod::text END
+$$;
+
+COMMENT ON FUNCTION dna.citus_placement_name("char", "char") IS
+'What a pg_dist_partition row (partmethod, repmodel) is to dna.distribute: partmethod NULL -> ''local'' '
+'(not a Citus table), h -> ''distributed'', n with repmodel t -> ''reference'', any other n -> '
+'''citus_local'', any other method m -> ''citus:m''. Pure; runs without Citus.';
+
 CREATE OR REPLACE FUNCTION dna.citus_placement(tbl regclass)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -278,20 +298,16 @@ BEGIN
     END IF;
     EXECUTE 'SELECT p.partmethod, p.repmodel FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1'
         INTO method, model USING tbl;
-    RETURN CASE WHEN method IS NULL THEN 'local'
-                WHEN method = 'h' THEN 'distributed'
-                WHEN method = 'n' AND model = 't' THEN 'reference'
-                WHEN method = 'n' THEN 'citus_local'
-                ELSE 'citus:' || method END;
+    RETURN dna.citus_placement_name(method, model);
 END
 $$;
 
 COMMENT ON FUNCTION dna.citus_placement(regclass) IS
-'What Citus holds tbl as now (pg_dist_partition): ''distributed'' (partmethod h), ''reference'' (n, '
-'replicated to every node), ''citus_local'' (n, one placement: a table Citus converted because it '
-'references a reference table by foreign key, as the width tables do once dna_models is one), '
-'''local'' (not a Citus table, or no Citus). Reads pg_dist_partition only through EXECUTE, so it runs '
-'without Citus.';
+'What Citus holds tbl as now (its pg_dist_partition row, named by dna.citus_placement_name): '
+'''distributed'' (partmethod h), ''reference'' (n, replicated to every node), ''citus_local'' (n, one '
+'placement: a table Citus converted because it references a reference table by foreign key, as the '
+'width tables do once dna_models is one), ''local'' (not a Citus table, or no Citus). Reads '
+'pg_dist_partition only through EXECUTE, so it runs without Citus.';
 
 CREATE OR REPLACE FUNCTION dna.distribute(shard_count integer DEFAULT NULL)
 RETURNS jsonb
@@ -302,6 +318,9 @@ DECLARE
     version text;
     r record;
     trig record;
+    names text[];
+    placements text[];
+    tbl regclass;
     reference text[] := '{}';
     distributed text[] := '{}';
     skipped text[] := '{}';
@@ -328,32 +347,41 @@ BEGIN
     PERFORM dna.protect_table(t) FROM dna.protected_tables() AS t;
     -- 1. the tenancy maps: plain tables on every node (B5c)
     maps := dna.sync_tenancy_maps() -> 'maps';
-    -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first
-    FOR r IN SELECT p.ord, p.tbl, p.placement FROM dna.distribution_plan() AS p
-             WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord LOOP
+    -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first. The plan is read as
+    -- names, all of them before the first step, and each name is resolved at its own step: Citus
+    -- turns a converted table's relation into its shard (create_reference_table of dna_models makes
+    -- the width tables Citus local tables; create_distributed_table replaces a table again), so an
+    -- OID read earlier may name a shard by then (D2 of ../shared/research/citus-probe-3.md).
+    names := ARRAY(SELECT format('dna.%I', c.relname) FROM dna.distribution_plan() AS p
+                   JOIN pg_catalog.pg_class AS c ON c.oid = p.tbl
+                   WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
+    placements := ARRAY(SELECT p.placement FROM dna.distribution_plan() AS p
+                        WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
+    FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+        tbl := names[i]::regclass;
         -- Done already: skipped. A Citus local table (a width table, converted when dna_models
         -- became a reference table, since it references it) is distributed like a plain one.
-        IF dna.citus_placement(r.tbl) = r.placement THEN
-            skipped := skipped || r.tbl::text;
+        IF dna.citus_placement(tbl) = placements[i] THEN
+            skipped := skipped || names[i];
             CONTINUE;
         END IF;
-        IF r.placement = 'reference' THEN
-            EXECUTE 'SELECT create_reference_table($1)' USING r.tbl;
-            reference := reference || r.tbl::text;
+        IF placements[i] = 'reference' THEN
+            EXECUTE 'SELECT create_reference_table($1)' USING tbl;
+            reference := reference || names[i];
         ELSE
             -- B8: a statement trigger AFTER TRUNCATE fires on every shard and deletes across all
             -- shards from inside it; on Citus a width is cleared with dna.clear_width instead.
             FOR trig IN SELECT g.tgname FROM pg_catalog.pg_trigger AS g
-                        WHERE g.tgrelid = r.tbl AND NOT g.tgisinternal AND (g.tgtype & 32) <> 0 ORDER BY g.tgname LOOP
-                EXECUTE format('DROP TRIGGER %I ON %s', trig.tgname, r.tbl);
-                triggers := triggers || format('%s ON %s', trig.tgname, r.tbl);
+                        WHERE g.tgrelid = tbl AND NOT g.tgisinternal AND (g.tgtype & 32) <> 0 ORDER BY g.tgname LOOP
+                EXECUTE format('DROP TRIGGER %I ON %s', trig.tgname, names[i]);
+                triggers := triggers || format('%s ON %s', trig.tgname, names[i]);
             END LOOP;
-            IF r.tbl = 'dna.dna_instances'::regclass THEN
-                EXECUTE 'SELECT create_distributed_table($1, ''scope'')' USING r.tbl;
+            IF names[i] = 'dna.dna_instances' THEN
+                EXECUTE 'SELECT create_distributed_table($1, ''scope'')' USING tbl;
             ELSE
-                EXECUTE 'SELECT create_distributed_table($1, ''scope'', colocate_with => ''dna.dna_instances'')' USING r.tbl;
+                EXECUTE 'SELECT create_distributed_table($1, ''scope'', colocate_with => ''dna.dna_instances'')' USING tbl;
             END IF;
-            distributed := distributed || r.tbl::text;
+            distributed := distributed || names[i];
         END IF;
     END LOOP;
     -- 4. the scope-routed verbs run on the worker that holds the scope (S1, B5)

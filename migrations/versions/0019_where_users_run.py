@@ -20,6 +20,21 @@ reads ``enable_presorted_aggregate`` with ``missing_ok`` and sets it only where 
 (PostgreSQL 16+): on 15 every seal, merge and compaction failed with 42704. PostgreSQL 15 has no
 presorted aggregates, so each posting list's ``array_agg(… ORDER BY …)`` sorts alone there, the plan the
 setting asks for on 16+. Same rows on 16+. No schema change.
+
+distribute (issue 24, D1 and D2 of ``../shared/research/citus-probe-3.md``: ``SELECT dna.distribute()``
+failed on every Citus cluster). D1: the CASE of ``dna.citus_placement`` is the new pure
+``dna.citus_placement_name(partmethod, repmodel)`` (SQL, IMMUTABLE), whose last branch casts the
+``"char"`` method to text (``'citus:' || method`` had no unique operator, 42725; one server never
+reached the line, since the function returns before it where ``pg_dist_partition`` is absent).
+D2: ``dna.distribute`` reads the plan as table names, all of them before its first step, and resolves
+each name at its step: ``create_reference_table`` of ``dna_models`` turns the width tables into Citus
+local tables, and Citus keeps a converted table's old OID for its shard, so the OIDs read before named
+shards ("relation … is a shard relation"); the report lists names. No schema change.
+
+receipts_key (issue 24, D3): ``dna_search_receipts``' primary key is ``(scope, receipt_id)`` (Citus
+refuses a key without the distribution column; it was ``receipt_id`` alone), plus a plain index on
+``receipt_id`` for ``dna.replay``, which finds a receipt by its id (one probe per shard on Citus).
+``before_receipts_key.sql``; ``undo_receipts_key.sql`` restores 0016's key. Rows are kept as they are.
 """
 import sys
 from pathlib import Path
@@ -59,7 +74,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("bm25_write.sql",)
+CHANGED: tuple[str, ...] = ("bm25_write.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
