@@ -123,12 +123,16 @@ BEGIN
         tables := tables || ('dna_search_docs_' || w);
     END LOOP;
     -- Each table's scopes by a loose index scan (one probe of its scope-leading key per scope),
-    -- so the cost follows the number of scopes, not of rows.
+    -- so the cost follows the number of scopes, not of rows. Citus refuses a recursive CTE without
+    -- a filter on the distribution column (D9 of ../shared/research/citus-probe-3.md), so a table
+    -- it distributes is read with DISTINCT, which every shard answers for its own scopes.
     RETURN QUERY EXECUTE (
-        SELECT string_agg(format(
+        SELECT string_agg(CASE WHEN dna.citus_placement(format('dna.%I', tab)::regclass) = 'distributed'
+            THEN format('(SELECT DISTINCT t.scope FROM dna.%I AS t)', tab)
+            ELSE format(
             '(WITH RECURSIVE s(scope) AS (SELECT min(t.scope) FROM dna.%1$I AS t '
             'UNION ALL SELECT (SELECT min(t.scope) FROM dna.%1$I AS t WHERE t.scope > s.scope) '
-            'FROM s WHERE s.scope IS NOT NULL) SELECT s.scope FROM s WHERE s.scope IS NOT NULL)', tab),
+            'FROM s WHERE s.scope IS NOT NULL) SELECT s.scope FROM s WHERE s.scope IS NOT NULL)', tab) END,
             ' UNION ') || ' ORDER BY 1'
         FROM unnest(tables) AS tab);
 END
@@ -136,7 +140,9 @@ $$;
 
 COMMENT ON FUNCTION dna.scope_names()
 IS 'Every scope under which the caller can see a row (dna.dna_instances or any dna_search_docs_<N>), '
-'once each, sorted. Read-only; cost grows with the number of scopes (a loose index scan per table).';
+'once each, sorted. Read-only; on one server the cost grows with the number of scopes (a loose index '
+'scan per table); a table Citus distributes is read with SELECT DISTINCT scope (every shard, all its '
+'rows), since Citus refuses the recursive CTE of the loose scan.';
 
 CREATE OR REPLACE FUNCTION dna.scopes()
 RETURNS TABLE (scope text, documents bigint, memories bigint, model_ids text[])
