@@ -140,21 +140,28 @@ LANGUAGE sql STABLE
 AS $$
     -- The scope-routed verbs: their first argument is the scope, and every statement they run
     -- stays in that scope. dna.search and dna.bm25 are forced (citus-probe S1: hnsw.* set_config
-    -- then reaches the node that runs the lanes; B5a); the memory verbs are not (forcing dna.recall
-    -- is refused by Citus while it reads other tables than the scope's colocation group).
-    SELECT p.oid::regprocedure, p.proname IN ('search', 'bm25')
+    -- then reaches the node that runs the lanes; B5a); so is dna.bm25_compact_scope, whose advisory
+    -- locks and segment ids must be taken where the partition's writers (the BM25 triggers, on the
+    -- shard) take theirs, inside a transaction too. The memory verbs and the document writers are
+    -- not forced (forcing dna.recall is refused by Citus while it reads other tables than the
+    -- scope's colocation group): in a transaction block they run on the coordinator, their
+    -- statements routed to the shard, where the triggers keep the index.
+    SELECT p.oid::regprocedure, p.proname IN ('search', 'bm25', 'bm25_compact_scope')
     FROM pg_catalog.pg_proc AS p
     WHERE p.pronamespace = 'dna'::regnamespace
-      AND p.proname IN ('search', 'bm25', 'recall', 'remember', 'forget', 'revive', 'consolidate', 'list_memories')
+      AND p.proname IN ('search', 'bm25', 'recall', 'remember', 'forget', 'revive', 'consolidate', 'list_memories',
+                        'index_document', 'index_documents', 'delete_document', 'redact', 'reconcile',
+                        'bm25_compact_scope')
       AND (p.proargnames)[1] = 'scope'
     ORDER BY p.proname, p.oid
 $$;
 
 COMMENT ON FUNCTION dna.delegated_verbs() IS
 'The verbs dna.distribute delegates with create_distributed_function(fn, ''scope'', colocate_with := '
-'''dna.dna_instances'', force_delegation := force_delegation): every overload of dna.search and dna.bm25 '
-'(forced) and of recall, remember, forget, revive, consolidate, list_memories whose first argument is '
-'scope. From pg_proc; runs without Citus.';
+'''dna.dna_instances'', force_delegation := force_delegation): every overload of dna.search, dna.bm25 and '
+'dna.bm25_compact_scope (forced) and of recall, remember, forget, revive, consolidate, list_memories, '
+'index_document, index_documents, delete_document, redact and reconcile whose first argument is scope. From '
+'pg_proc; runs without Citus.';
 
 -- ---------------------------------------------------------------------------------------------
 -- The per-node tenancy maps

@@ -260,8 +260,10 @@ BEGIN
                    'dna.dna_identities, dna.dna_workspace_members TO %s', r);
     EXECUTE format('GRANT INSERT ON dna.dna_models TO %s', r);                 -- dna.register_model
     EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_search_doc_id_seq TO %s', r);
-    IF to_regclass('dna.dna_bm25_seg_id_seq') IS NOT NULL THEN                    -- 0010_scale
+    IF to_regclass('dna.dna_bm25_seg_id_seq') IS NOT NULL THEN                    -- 0010_scale to 0018
         EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_bm25_seg_id_seq TO %s', r);
+    END IF;
+    IF to_regclass('dna.dna_index_staging') IS NOT NULL THEN                      -- 0010_scale
         EXECUTE format('GRANT SELECT, INSERT, DELETE ON dna.dna_index_staging TO %s', r);
     END IF;
     FOR t IN SELECT dna.protected_tables() LOOP
@@ -278,7 +280,7 @@ $$;
 
 COMMENT ON FUNCTION dna.grant_app_role(text) IS
 'DBA helper: grants an application role what the verbs need — USAGE on schema dna, SELECT on the '
-'reference and mapping tables, INSERT on dna_models, the doc_id and BM25 segment sequences, the COPY '
+'reference and mapping tables, INSERT on dna_models, the doc_id sequence, the COPY '
 'staging table dna_index_staging (its rows are visible to their writer only), SELECT/INSERT/UPDATE/DELETE '
 '(never TRUNCATE, which row-level security does not cover) on every protected table, and SELECT on '
 'the version table. What the role then sees is decided by row-level security. Needs grant rights.';

@@ -5,8 +5,8 @@ tsvectors) and the same documents loaded live in small batches (memtable, then s
 same statistics and give the same top 10; every chunk row of every segment — built per batch,
 sealed, merged with and without tombstones — equals what the window-function statement of
 revisions 0010–0016 computes from the forward rows (the oracle below); the default snippet is the
-one of ``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``; the valid_at trigger still fires
-for memory Kinds only.
+one of ``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``; the valid_at trigger fires for plain SQL
+writes only (the verbs mirror valid_at themselves).
 """
 from __future__ import annotations
 
@@ -181,12 +181,13 @@ def test_the_default_snippet_is_the_regexp_one(sql):
     assert stored == [sql.execute("SELECT left(regexp_replace(%s, '\\s+', ' ', 'g'), 240)", (body,)).fetchone()[0]]
 
 
-def test_the_valid_at_trigger_fires_for_memory_kinds_only(sql):
-    """0017 gives dna_search_docs_valid_at a WHEN clause (dna.kind_has_trait(NEW.kind, 'memory.recallable'));
-    a memory's search row still takes its record's valid_at, another Kind keeps the one it writes."""
+def test_the_valid_at_trigger_fires_for_plain_sql_only(sql):
+    """0017 gave dna_search_docs_valid_at a WHEN clause; 0019's reads a setting the verbs set for their own
+    statements (tests/test_write_path.py); a memory's search row still takes its record's valid_at, another
+    Kind keeps the one it writes."""
     when = sql.execute("SELECT pg_get_triggerdef(t.oid) FROM pg_trigger AS t WHERE t.tgname = 'dna_search_docs_valid_at' "
                        "AND t.tgrelid = 'dna.dna_search_docs_384'::regclass").fetchone()[0]
-    assert "WHEN (dna.kind_has_trait(new.kind, 'memory.recallable'::text))" in when
+    assert "WHEN ((current_setting('dna.valid_at_mirrored'::text, true) IS DISTINCT FROM 'on'::text))" in when
     sql.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
     sql.execute("SELECT dna.index_document('v', 'Doc', 'plain', 'some text', model_id => %s)", (MODEL,))
     sql.execute("UPDATE dna.dna_search_docs_384 SET valid_at = tstzrange('2020-01-01', '2021-01-01') WHERE scope = 'v'")

@@ -118,10 +118,11 @@ def test_distribution_reports_the_single_node_state(sql):
     assert by_table["dna.dna_instances"]["truncate_triggers"] == 0
     names = {f["function"].split("(")[0] for f in state["functions"]}
     assert names == {"dna.search", "dna.bm25", "dna.recall", "dna.remember", "dna.forget", "dna.revive",
-                     "dna.consolidate", "dna.list_memories"}
+                     "dna.consolidate", "dna.list_memories", "dna.index_document", "dna.index_documents",
+                     "dna.delete_document", "dna.redact", "dna.reconcile", "dna.bm25_compact_scope"}
     assert not any(f["delegated"] for f in state["functions"])
     forced = {r[0].split("(")[0] for r in sql.execute("SELECT fn::text FROM dna.delegated_verbs() WHERE force_delegation")}
-    assert forced == {"dna.search", "dna.bm25"}
+    assert forced == {"dna.search", "dna.bm25", "dna.bm25_compact_scope"}
 
 
 # -- dna.clear_width -----------------------------------------------------------------------------
