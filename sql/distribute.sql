@@ -371,7 +371,7 @@ BEGIN
     -- yet), the width tables' rows would be indexed again. The copy moves rows, it writes none, so
     -- the dna triggers of the tables still to distribute are paused for it (ALTER TABLE … DISABLE
     -- TRIGGER, in this transaction) and enabled again, on every shard, once all are distributed.
-    paused := ARRAY(SELECT format('ALTER TABLE %s %%s TRIGGER %I', g.tgrelid::regclass, g.tgname)
+    paused := ARRAY(SELECT format('ALTER TABLE %s <state> TRIGGER %I', g.tgrelid::regclass, g.tgname)
                     FROM dna.distribution_plan() AS p
                     JOIN pg_catalog.pg_trigger AS g ON g.tgrelid = p.tbl
                     JOIN pg_catalog.pg_proc AS f ON f.oid = g.tgfoid
@@ -380,7 +380,7 @@ BEGIN
                       AND f.pronamespace = 'dna'::regnamespace
                     ORDER BY p.ord, g.tgname);
     FOREACH stmt IN ARRAY paused LOOP
-        EXECUTE format(stmt, 'DISABLE');
+        EXECUTE replace(stmt, '<state>', 'DISABLE');
     END LOOP;
     FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
         tbl := names[i]::regclass;
@@ -412,7 +412,7 @@ BEGIN
     -- The paused triggers back on (the shells' ALTER reaches every shard). The statements were
     -- formatted with the tables' names before the first step: those names still hold.
     FOREACH stmt IN ARRAY paused LOOP
-        EXECUTE format(stmt, 'ENABLE');
+        EXECUTE replace(stmt, '<state>', 'ENABLE');
     END LOOP;
     -- 4. the scope-routed verbs run on the worker that holds the scope (S1, B5)
     FOR r IN SELECT v.fn, v.force_delegation FROM dna.delegated_verbs() AS v LOOP
