@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -27,19 +28,24 @@ CITUS_DSN = os.environ.get("DNA_TEST_CITUS_DSN")
 SHARD_COUNT = int(os.environ.get("DNA_TEST_CITUS_SHARDS", "4"))
 _counter = itertools.count()
 
-# What a test may change that reset puts back only by rebuilding the database.
-_SCHEMA = """
-SELECT md5(concat_ws('|',
-    (SELECT string_agg(p.oid::regprocedure::text || md5(p.prosrc), ',' ORDER BY 1) FROM pg_proc AS p
-     WHERE p.pronamespace = 'dna'::regnamespace),
-    (SELECT string_agg(g.tgrelid::regclass::text || g.tgname || g.tgenabled::text, ',' ORDER BY 1) FROM pg_trigger AS g
-     JOIN pg_class AS c ON c.oid = g.tgrelid WHERE c.relnamespace = 'dna'::regnamespace AND NOT g.tgisinternal),
-    (SELECT string_agg(c.relname || c.relkind::text, ',' ORDER BY 1) FROM pg_class AS c
-     WHERE c.relnamespace = 'dna'::regnamespace),
-    (SELECT string_agg(p.polrelid::regclass::text || p.polname || pg_get_expr(p.polqual, p.polrelid), ',' ORDER BY 1)
-     FROM pg_policy AS p JOIN pg_class AS c ON c.oid = p.polrelid WHERE c.relnamespace = 'dna'::regnamespace),
-    (SELECT string_agg(logicalrelid::text || partmethod::text, ',' ORDER BY 1) FROM pg_dist_partition)))
-"""
+# What a test may change that reset puts back only by rebuilding the database, part by part.
+_SCHEMA = {
+    "functions": "SELECT md5(string_agg(p.oid::regprocedure::text || md5(p.prosrc), ',' ORDER BY 1)) FROM pg_proc AS p "
+                 "WHERE p.pronamespace = 'dna'::regnamespace",
+    "triggers": "SELECT md5(string_agg(g.tgrelid::regclass::text || g.tgname || g.tgenabled::text, ',' ORDER BY 1)) "
+                "FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid "
+                "WHERE c.relnamespace = 'dna'::regnamespace AND NOT g.tgisinternal",
+    "relations": "SELECT md5(string_agg(c.relname || c.relkind::text, ',' ORDER BY 1)) FROM pg_class AS c "
+                 "WHERE c.relnamespace = 'dna'::regnamespace",
+    "policies": "SELECT md5(string_agg(p.polrelid::regclass::text || p.polname || pg_get_expr(p.polqual, p.polrelid), ',' "
+                "ORDER BY 1)) FROM pg_policy AS p JOIN pg_class AS c ON c.oid = p.polrelid "
+                "WHERE c.relnamespace = 'dna'::regnamespace",
+    "citus": "SELECT md5(string_agg(logicalrelid::text || partmethod::text, ',' ORDER BY 1)) FROM pg_dist_partition",
+}
+
+
+def schema_of(conn) -> dict[str, str]:
+    return {part: conn.execute(q).fetchone()[0] for part, q in _SCHEMA.items()}
 
 
 def server():
@@ -114,6 +120,7 @@ class DistributedDatabase:
         self.shard_count = shard_count
         self.name = f"dna_citus_{os.getpid()}_{label}_{next(_counter)}"[:63]
         self.timings: dict[str, float] = {}
+        self.rebuilds: list[list[str]] = []
         self._build()
 
     def _build(self) -> None:
@@ -124,7 +131,7 @@ class DistributedDatabase:
         t2 = time.perf_counter()
         self.timings = {"create_s": t1 - t0, "migrate_distribute_s": t2 - t1}
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            self.schema = conn.execute(_SCHEMA).fetchone()[0]
+            self.schema = schema_of(conn)
             plan = conn.execute("SELECT tbl::text, placement FROM dna.distribution_plan() ORDER BY ord").fetchall()
             self.emptied = [t for t, p in plan if p != "reference"]
             self.reference = {t: conn.execute(f"SELECT coalesce(jsonb_agg(to_jsonb(x)), '[]') FROM {t} AS x").fetchone()[0]
@@ -134,8 +141,11 @@ class DistributedDatabase:
         """Every dna table as ``dna.distribute`` left it: emptied, the reference tables' seed rows back,
         the per-node maps (empty) copied to the workers. A changed schema: the database rebuilt."""
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            if conn.execute(_SCHEMA).fetchone()[0] != self.schema:
+            now = schema_of(conn)
+            if now != self.schema:
                 conn.close()
+                self.rebuilds.append(sorted(k for k in now if now[k] != self.schema[k]))
+                sys.stderr.write(f"\n{self.name}: rebuilt, the test changed {self.rebuilds[-1]}\n")
                 self.cluster.drop_database(self.name)
                 self._build()
                 return
