@@ -17,6 +17,8 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     ids bigint[];
+    part bigint[];
+    r record;
     seg integer;
     cfg record;
 BEGIN
@@ -29,14 +31,20 @@ BEGIN
     IF ids IS NULL THEN
         RETURN 0;
     END IF;
-    seg := dna.bm25_next_seg(scope, model_id, tenant);
     SELECT * INTO cfg FROM dna.search_config(scope);
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT p.kind, p.lexeme, p.doc_id, p.tf, p.doc_len AS len FROM dna.dna_bm25_postings AS p
-         WHERE p.scope = $1 AND p.model_id = $2 AND p.tenant = $3 AND p.doc_id = ANY ($4)', ids,
-        cfg.bm25_k1, cfg.bm25_b);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.doc_id = ANY (ids);
+    -- One segment per run of doc_ids a packed posting can hold (dna.bm25_doc_ranges: one, but for
+    -- doc_ids drawn on several Citus nodes).
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(ids) AS x LOOP
+        part := CASE WHEN r.lo = ids[1] AND r.hi = ids[cardinality(ids)] THEN ids
+                     ELSE ARRAY(SELECT i FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi ORDER BY i) END;
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(part)),
+            'SELECT p.kind, p.lexeme, p.doc_id, p.tf, p.doc_len AS len FROM dna.dna_bm25_postings AS p
+             WHERE p.scope = $1 AND p.model_id = $2 AND p.tenant = $3 AND p.doc_id = ANY ($4)', part,
+            cfg.bm25_k1, cfg.bm25_b);
+        UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.doc_id = ANY (part);
+    END LOOP;
     DELETE FROM dna.dna_bm25_postings AS p
     WHERE p.scope = scope AND p.model_id = model_id AND p.tenant = tenant AND p.doc_id = ANY (ids);
     RETURN cardinality(ids);
@@ -44,8 +52,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
-'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment; '
-'returns how many.';
+'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment (one per '
+'range of dna.bm25_doc_ranges); returns how many.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint
@@ -54,8 +62,12 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     ids bigint[];
+    r record;
+    n bigint;
     seg integer;
     cfg record;
+    source text;
+    several boolean;
 BEGIN
     -- Caller holds the partition's exclusive advisory lock, so no writer is tombstoning documents
     -- of these segments. Tombstoned postings are dropped; impacts are recomputed at the merged
@@ -63,11 +75,9 @@ BEGIN
     SELECT coalesce(array_agg(d.doc_id ORDER BY d.doc_id), '{}') INTO ids FROM dna.dna_bm25_docs AS d
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
     SELECT * INTO cfg FROM dna.search_config(scope);
-    seg := dna.bm25_next_seg(scope, model_id, tenant);
     -- Postings decoded in the select list; the tombstone anti-join only when one of the segments
     -- has tombstones (a merge after a bulk load has none).
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
+    source := 'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
                 (q.p >> 42)::integer AS len
          FROM (SELECT c.kind, c.lexeme, c.seg_id, s.base_doc_id AS base, unnest(c.postings) AS p
                FROM dna.dna_bm25_chunks AS c
@@ -79,10 +89,23 @@ BEGIN
                                AND t.seg_id = ANY (segs)) THEN '
          WHERE NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
                            WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3
-                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END,
-        ids, cfg.bm25_k1, cfg.bm25_b, segs);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
+                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END;
+    -- One merged segment per run of doc_ids a packed posting can hold (dna.bm25_doc_ranges: one,
+    -- but for doc_ids drawn on several Citus nodes); each then reads the postings of its run only.
+    several := (SELECT count(*) > 1 FROM dna.bm25_doc_ranges(ids));
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(ids) AS x LOOP
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        SELECT count(*) INTO n FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi;
+        PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(n),
+            CASE WHEN several THEN format('SELECT m.* FROM (%s) AS m WHERE m.doc_id BETWEEN %s AND %s', source, r.lo, r.hi)
+                 ELSE source END,
+            CASE WHEN several THEN ARRAY(SELECT i FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi ORDER BY i)
+                 ELSE ids END,
+            cfg.bm25_k1, cfg.bm25_b, segs);
+        UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs)
+          AND d.doc_id BETWEEN r.lo AND r.hi;
+    END LOOP;
     DELETE FROM dna.dna_bm25_chunks AS c
     WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = tenant AND c.seg_id = ANY (segs);
     DELETE FROM dna.dna_bm25_tombstone_terms AS t
@@ -91,17 +114,14 @@ BEGIN
     WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant AND t.seg_id = ANY (segs);
     DELETE FROM dna.dna_bm25_segments AS s
     WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = ANY (segs);
-    IF cardinality(ids) = 0 THEN                         -- every document was deleted: no segment left
-        DELETE FROM dna.dna_bm25_segments AS s
-        WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = seg;
-    END IF;
-    RETURN cardinality(ids);
+    RETURN cardinality(ids);                             -- 0: every document was deleted, no segment left
 END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_merge(text, text, text, integer[]) IS
-'Internal (dna.bm25_compact): rewrites the given segments of a partition as one, without the postings of '
-'tombstoned documents (their tombstones go); returns the live documents it holds.';
+'Internal (dna.bm25_compact): rewrites the given segments of a partition as one (one per range of '
+'dna.bm25_doc_ranges), without the postings of tombstoned documents (their tombstones go); returns the '
+'live documents it holds.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_compact_scope(scope text, model_id text DEFAULT NULL,
                                                   tenant text DEFAULT NULL, full_merge boolean DEFAULT false,

@@ -57,6 +57,9 @@ reads passage 0 and whether passage 1 exists): two trigger firings per call, one
 Compaction moves to the new plane file ``sql/bm25_compact.sql``; ``dna.bm25_compact`` calls
 ``dna.bm25_compact_scope`` once per scope, which ``dna.distribute`` delegates by scope (forced), as it
 now delegates ``index_document``, ``index_documents``, ``delete_document``, ``redact`` and ``reconcile``.
+On Citus each node draws doc_ids from its own range of the sequence (2^48 apart), and a packed posting
+holds a 33-bit offset: a segment build (bulk statement, seal, merge) writes one segment per run of
+doc_ids that fits (``dna.bm25_doc_ranges``; a merge across node ranges refused with 54000 before).
 ``undo_write_path.sql`` restores 0017's trigger and the sequence, set past every seg_id. Same rows, same
 answers on one server.
 """
