@@ -23,7 +23,7 @@ def test_distribute_places_every_table_and_delegates_the_verbs(dna_dsn, sql):
                             "AND logicalrelid::text LIKE 'dna.%'").fetchone()[0]
     assert colocated == 1                                                 # one colocation group, by scope
     assert all(f["delegated"] for f in state["functions"]), state["functions"]
-    assert {f["function"].split("(")[0] for f in state["functions"] if f["forced"]} == {"dna.search", "dna.bm25"}
+    assert {f["function"].split("(")[0] for f in state["functions"] if f["forced"]} == {"dna.search", "dna.bm25", "dna.bm25_compact_scope"}
 
 
 def test_distribute_is_idempotent(dna_dsn, sql):
