@@ -4,8 +4,8 @@ as the superuser and as a plain application role, against a single-node twin on 
 After ``dna.distribute()``: ``dna.index_document`` (delegated, and inside a transaction block, where it
 runs on the coordinator), ``dna.index_documents`` (a bulk statement of its own segment, passages and
 their deletion), ``Client.index`` (COPY + ``dna.index_staged``), ``dna.remember`` / ``forget`` /
-``revive``, ``dna.delete_document``, plain INSERT / UPDATE / DELETE, ``dna.bm25_compact`` (seal, merge
-with tombstones, full merge) and a workspace tenant's rows. The twin is a database on the coordinator's
+``revive``, ``dna.redact`` (the superuser), ``dna.delete_document``, plain INSERT / UPDATE / DELETE,
+``dna.bm25_compact`` (seal, merge with tombstones, full merge) and a workspace tenant's rows. The twin is a database on the coordinator's
 server without the citus extension, migrated to head. Then ``dna.search`` (lexical and hybrid),
 ``dna.bm25`` (exhaustive and budgeted), ``dna.recall`` and the partition statistics answer the same
 names in the same order with scores within 1e-9, and ``dna.verify_integrity(scope, 'full')`` is clean
@@ -102,6 +102,10 @@ def write_all(dsn: str, scope: str) -> None:
         conn.execute("SELECT dna.forget(%s, 'm3', now => '2026-06-02T00:00:00Z')", (scope,))
         conn.execute("SELECT dna.revive(%s, 'm3', now => '2026-06-03T00:00:00Z')", (scope,))
         _remember(conn, scope, "m1", "the office moved from lisbon to porto")
+        _remember(conn, scope, "m4", "a memory to erase")
+        if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
+            # dna.redact: its search rows go and the partition is fully merged (a nested compaction)
+            conn.execute("SELECT dna.redact(%s, 'm4', 'test erasure')", (scope,))
         for kind, name, _b in (docs[100], docs[777]):               # tombstones in the segment
             conn.execute("SELECT dna.delete_document(%s, %s, %s)", (scope, kind, name))
         conn.execute("SELECT dna.delete_document(%s, 'Doc', %s)", (scope, f"one-{docs[5][1]}"))   # a memtable row
