@@ -350,6 +350,8 @@ DECLARE
     trig record;
     names text[];
     placements text[];
+    paused text[];
+    stmt text;
     tbl regclass;
     reference text[] := '{}';
     distributed text[] := '{}';
@@ -387,6 +389,22 @@ BEGIN
                    WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
     placements := ARRAY(SELECT p.placement FROM dna.distribution_plan() AS p
                         WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
+    -- Citus copies a table's rows into its shards with COPY, which fires the shards' triggers:
+    -- dna_instances' rows would record their versions again (into a dna_versions not distributed
+    -- yet), the width tables' rows would be indexed again. The copy moves rows, it writes none, so
+    -- the dna triggers of the tables still to distribute are paused for it (ALTER TABLE … DISABLE
+    -- TRIGGER, in this transaction) and enabled again, on every shard, once all are distributed.
+    paused := ARRAY(SELECT format('ALTER TABLE %s <state> TRIGGER %I', g.tgrelid::regclass, g.tgname)
+                    FROM dna.distribution_plan() AS p
+                    JOIN pg_catalog.pg_trigger AS g ON g.tgrelid = p.tbl
+                    JOIN pg_catalog.pg_proc AS f ON f.oid = g.tgfoid
+                    WHERE p.placement = 'distributed' AND dna.citus_placement(p.tbl) <> 'distributed'
+                      AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND (g.tgtype & 32) = 0
+                      AND f.pronamespace = 'dna'::regnamespace
+                    ORDER BY p.ord, g.tgname);
+    FOREACH stmt IN ARRAY paused LOOP
+        EXECUTE replace(stmt, '<state>', 'DISABLE');
+    END LOOP;
     FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
         tbl := names[i]::regclass;
         -- Done already: skipped. A Citus local table (a width table, converted when dna_models
@@ -414,6 +432,11 @@ BEGIN
             distributed := distributed || names[i];
         END IF;
     END LOOP;
+    -- The paused triggers back on (the shells' ALTER reaches every shard). The statements were
+    -- formatted with the tables' names before the first step: those names still hold.
+    FOREACH stmt IN ARRAY paused LOOP
+        EXECUTE replace(stmt, '<state>', 'ENABLE');
+    END LOOP;
     -- 4. the scope-routed verbs run on the worker that holds the scope (S1, B5)
     FOR r IN SELECT v.fn, v.force_delegation FROM dna.delegated_verbs() AS v LOOP
         EXECUTE 'SELECT create_distributed_function($1, ''scope'', colocate_with := ''dna.dna_instances'', '
@@ -422,7 +445,8 @@ BEGIN
     END LOOP;
     RETURN jsonb_build_object('citus_version', version, 'reference', to_jsonb(reference),
                               'distributed', to_jsonb(distributed), 'already_citus', to_jsonb(skipped),
-                              'truncate_triggers_dropped', to_jsonb(triggers), 'per_node_maps', maps,
+                              'truncate_triggers_dropped', to_jsonb(triggers),
+                              'triggers_paused_for_copy', coalesce(array_length(paused, 1), 0), 'per_node_maps', maps,
                               'delegated_functions', to_jsonb(functions));
 END
 $$;
@@ -483,6 +507,58 @@ COMMENT ON FUNCTION dna.distribution() IS
 'The state of the scale-out: {citus_version (NULL without Citus), distributed (true when every table is '
 'where dna.distribution_plan() puts it), tables: [{table, plan, now (dna.citus_placement), '
 'truncate_triggers}], functions: [{function, delegated, forced}]}. Runs anywhere; changes nothing.';
+
+-- ---------------------------------------------------------------------------------------------
+-- dna.undistribute: back to one node (the way down before a downgrade, D6)
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.undistribute()
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t text;
+    tables text[] := '{}';
+    triggers text[] := '{}';
+    w integer;
+BEGIN
+    PERFORM dna.require_citus('dna.undistribute');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    -- One table at a time, with the tables its foreign keys reach (the width tables and
+    -- dna_models): Citus brings every shard's rows back into a plain table on the coordinator.
+    LOOP
+        EXECUTE 'SELECT c.oid::regclass::text FROM pg_catalog.pg_dist_partition AS p '
+                'JOIN pg_catalog.pg_class AS c ON c.oid = p.logicalrelid '
+                'WHERE c.relnamespace = ''dna''::regnamespace ORDER BY p.partmethod DESC, c.relname LIMIT 1' INTO t;
+        EXIT WHEN t IS NULL;
+        EXECUTE 'SELECT undistribute_table($1, cascade_via_foreign_keys => true)' USING t;
+        tables := tables || t;
+    END LOOP;
+    -- The AFTER TRUNCATE triggers dna.distribute dropped (B8), as the revisions created them.
+    IF to_regprocedure('dna.bm25_truncate()') IS NOT NULL THEN
+        FOR w IN SELECT dna.search_widths() LOOP
+            t := format('dna_search_docs_%s_bm25_truncate', w);
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS g WHERE g.tgname = t
+                             AND g.tgrelid = dna.search_table(w)) THEN
+                EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                               'EXECUTE FUNCTION dna.bm25_truncate(%L)', t, dna.search_table(w), w);
+                triggers := triggers || format('%s ON %s', t, dna.search_table(w));
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN jsonb_build_object('undistributed', to_jsonb(tables), 'truncate_triggers_created', to_jsonb(triggers));
+END
+$$;
+
+COMMENT ON FUNCTION dna.undistribute() IS
+'Citus only, on the coordinator, as a superuser: the inverse of dna.distribute, for a database that '
+'leaves Citus (the way down before `alembic downgrade` below 0019_where_users_run, which refuses '
+'while Citus holds a dna table). undistribute_table(…, cascade_via_foreign_keys => true) for every '
+'dna table Citus holds (the rows come back to plain tables on the coordinator), then re-creates the '
+'AFTER TRUNCATE triggers dna.distribute dropped. Returns {undistributed: [the tables named, each '
+'with those its foreign keys reach], truncate_triggers_created}. Idempotent. Errors: 0A000 without '
+'Citus (nothing changed).';
 
 -- ---------------------------------------------------------------------------------------------
 -- dna.clear_width: TRUNCATE of a width, scope by scope (B8)

@@ -101,8 +101,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("bm25.sql", "bm25_write.sql", "bm25_compact.sql", "documents.sql", "memory_write.sql",
-                            "tenancy.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "bm25.sql", "bm25_write.sql", "bm25_compact.sql", "documents.sql",
+                            "memory_write.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
@@ -146,6 +146,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    _run("guard_downgrade.sql", revision)           # refuses where Citus holds dna tables (D6)
     for fragment in _fragments("undo"):
         _run(fragment, revision)
     for name in _added_functions():
