@@ -17,6 +17,8 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     ids bigint[];
+    part bigint[];
+    r record;
     seg integer;
     cfg record;
 BEGIN
@@ -29,14 +31,20 @@ BEGIN
     IF ids IS NULL THEN
         RETURN 0;
     END IF;
-    seg := dna.bm25_next_seg(scope, model_id, tenant);
     SELECT * INTO cfg FROM dna.search_config(scope);
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT p.kind, p.lexeme, p.doc_id, p.tf, p.doc_len AS len FROM dna.dna_bm25_postings AS p
-         WHERE p.scope = $1 AND p.model_id = $2 AND p.tenant = $3 AND p.doc_id = ANY ($4)', ids,
-        cfg.bm25_k1, cfg.bm25_b);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.doc_id = ANY (ids);
+    -- One segment per run of doc_ids a packed posting can hold (dna.bm25_doc_ranges: one, but for
+    -- doc_ids drawn on several Citus nodes).
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(ids) AS x LOOP
+        part := CASE WHEN r.lo = ids[1] AND r.hi = ids[cardinality(ids)] THEN ids
+                     ELSE ARRAY(SELECT i FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi ORDER BY i) END;
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(part)),
+            'SELECT p.kind, p.lexeme, p.doc_id, p.tf, p.doc_len AS len FROM dna.dna_bm25_postings AS p
+             WHERE p.scope = $1 AND p.model_id = $2 AND p.tenant = $3 AND p.doc_id = ANY ($4)', part,
+            cfg.bm25_k1, cfg.bm25_b);
+        UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.doc_id = ANY (part);
+    END LOOP;
     DELETE FROM dna.dna_bm25_postings AS p
     WHERE p.scope = scope AND p.model_id = model_id AND p.tenant = tenant AND p.doc_id = ANY (ids);
     RETURN cardinality(ids);
@@ -44,8 +52,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
-'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment; '
-'returns how many.';
+'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment (one per '
+'range of dna.bm25_doc_ranges); returns how many.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint
@@ -54,8 +62,12 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     ids bigint[];
+    r record;
+    n bigint;
     seg integer;
     cfg record;
+    source text;
+    several boolean;
 BEGIN
     -- Caller holds the partition's exclusive advisory lock, so no writer is tombstoning documents
     -- of these segments. Tombstoned postings are dropped; impacts are recomputed at the merged
@@ -63,15 +75,13 @@ BEGIN
     SELECT coalesce(array_agg(d.doc_id ORDER BY d.doc_id), '{}') INTO ids FROM dna.dna_bm25_docs AS d
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
     SELECT * INTO cfg FROM dna.search_config(scope);
-    seg := dna.bm25_next_seg(scope, model_id, tenant);
     -- Postings decoded in the select list; the tombstone anti-join only when one of the segments
     -- has tombstones (a merge after a bulk load has none).
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
+    source := 'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
                 (q.p >> 42)::integer AS len
          FROM (SELECT c.kind, c.lexeme, c.seg_id, s.base_doc_id AS base, unnest(c.postings) AS p
                FROM dna.dna_bm25_chunks AS c
-               JOIN dna.dna_bm25_segments AS s ON s.scope = c.scope AND s.model_id = c.model_id
+               JOIN dna.dna_bm25_segments AS s ON s.scope = $1 AND s.model_id = c.model_id
                                               AND s.tenant = c.tenant AND s.seg_id = c.seg_id
                WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3 AND c.seg_id = ANY ($10)) AS q'
         || CASE WHEN EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
@@ -79,10 +89,23 @@ BEGIN
                                AND t.seg_id = ANY (segs)) THEN '
          WHERE NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
                            WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3
-                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END,
-        ids, cfg.bm25_k1, cfg.bm25_b, segs);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
+                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END;
+    -- One merged segment per run of doc_ids a packed posting can hold (dna.bm25_doc_ranges: one,
+    -- but for doc_ids drawn on several Citus nodes); each then reads the postings of its run only.
+    several := (SELECT count(*) > 1 FROM dna.bm25_doc_ranges(ids));
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(ids) AS x LOOP
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        SELECT count(*) INTO n FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi;
+        PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(n),
+            CASE WHEN several THEN format('SELECT m.* FROM (%s) AS m WHERE m.doc_id BETWEEN %s AND %s', source, r.lo, r.hi)
+                 ELSE source END,
+            CASE WHEN several THEN ARRAY(SELECT i FROM unnest(ids) AS i WHERE i BETWEEN r.lo AND r.hi ORDER BY i)
+                 ELSE ids END,
+            cfg.bm25_k1, cfg.bm25_b, segs);
+        UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs)
+          AND d.doc_id BETWEEN r.lo AND r.hi;
+    END LOOP;
     DELETE FROM dna.dna_bm25_chunks AS c
     WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = tenant AND c.seg_id = ANY (segs);
     DELETE FROM dna.dna_bm25_tombstone_terms AS t
@@ -91,17 +114,14 @@ BEGIN
     WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant AND t.seg_id = ANY (segs);
     DELETE FROM dna.dna_bm25_segments AS s
     WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = ANY (segs);
-    IF cardinality(ids) = 0 THEN                         -- every document was deleted: no segment left
-        DELETE FROM dna.dna_bm25_segments AS s
-        WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = seg;
-    END IF;
-    RETURN cardinality(ids);
+    RETURN cardinality(ids);                             -- 0: every document was deleted, no segment left
 END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_merge(text, text, text, integer[]) IS
-'Internal (dna.bm25_compact): rewrites the given segments of a partition as one, without the postings of '
-'tombstoned documents (their tombstones go); returns the live documents it holds.';
+'Internal (dna.bm25_compact): rewrites the given segments of a partition as one (one per range of '
+'dna.bm25_doc_ranges), without the postings of tombstoned documents (their tombstones go); returns the '
+'live documents it holds.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_compact_scope(scope text, model_id text DEFAULT NULL,
                                                   tenant text DEFAULT NULL, full_merge boolean DEFAULT false,
@@ -112,7 +132,8 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     p record;
-    lvl record;
+    full_level integer;
+    n_segs bigint;
     got boolean;
     waited integer;
     sealed integer;
@@ -127,6 +148,13 @@ BEGIN
     IF scope IS NULL THEN
         RAISE EXCEPTION 'dna.bm25_compact_scope needs a scope (dna.bm25_compact compacts every scope)'
             USING ERRCODE = '22004';
+    END IF;
+    IF dna.citus_version() IS NOT NULL AND NOT dna.holds_scope(scope) THEN
+        -- The partition's writers take its advisory locks and segment ids on the shard's node (the
+        -- BM25 triggers fire there); a compaction elsewhere would not exclude them.
+        RAISE EXCEPTION 'dna.bm25_compact_scope(%): this node does not hold the scope''s shards', quote_literal(scope)
+            USING ERRCODE = '0A000',
+                  HINT = 'Call dna.bm25_compact(scope) on the coordinator after dna.distribute(): it delegates each scope to its node.';
     END IF;
     -- Every statement filters this one scope: on Citus the call is delegated to the node that holds
     -- it (forced: also inside a transaction), where its writers take the advisory locks too.
@@ -161,33 +189,33 @@ BEGIN
             -- documents, as soon as it holds 4: each one costs every query a round of chunk headers
             -- and small merges are cheap); segments with >= 10% tombstoned documents are rewritten
             -- with it. full_merge: everything into one segment.
+            -- (Each table filtered by the scope argument itself, no correlation: on Citus every
+            -- statement of a forced delegation must route to the scope's shard.)
+            SELECT s2.level INTO full_level FROM dna.dna_bm25_segments AS s2
+            WHERE s2.scope = scope AND s2.model_id = p.model_id AND s2.tenant = p.tenant
+            GROUP BY s2.level HAVING count(*) >= CASE WHEN s2.level = 0 THEN 4 ELSE 8 END
+            ORDER BY s2.level LIMIT 1;
             SELECT array_agg(s.seg_id ORDER BY s.seg_id) INTO segs
             FROM dna.dna_bm25_segments AS s
-            LEFT JOIN LATERAL (SELECT count(*) AS n FROM dna.dna_bm25_tombstones AS t
-                               WHERE t.scope = s.scope AND t.model_id = s.model_id AND t.tenant = s.tenant
-                                 AND t.seg_id = s.seg_id) AS t ON true
-            WHERE s.scope = p.scope AND s.model_id = p.model_id AND s.tenant = p.tenant
-              AND (full_merge
-                   OR t.n * 10 >= s.n_docs
-                   OR s.level = (SELECT s2.level FROM dna.dna_bm25_segments AS s2
-                                 WHERE s2.scope = p.scope AND s2.model_id = p.model_id AND s2.tenant = p.tenant
-                                 GROUP BY s2.level HAVING count(*) >= CASE WHEN s2.level = 0 THEN 4 ELSE 8 END
-                                 ORDER BY s2.level LIMIT 1));
+            LEFT JOIN (SELECT t.seg_id, count(*) AS n FROM dna.dna_bm25_tombstones AS t
+                       WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant
+                       GROUP BY t.seg_id) AS t ON t.seg_id = s.seg_id
+            WHERE s.scope = scope AND s.model_id = p.model_id AND s.tenant = p.tenant
+              AND (full_merge OR t.n * 10 >= s.n_docs OR s.level = full_level);
             EXIT WHEN segs IS NULL OR (cardinality(segs) = 1 AND NOT EXISTS (
                 SELECT 1 FROM dna.dna_bm25_tombstones AS t
-                WHERE t.scope = p.scope AND t.model_id = p.model_id AND t.tenant = p.tenant AND t.seg_id = segs[1]));
+                WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant AND t.seg_id = segs[1]));
             PERFORM dna.bm25_merge(p.scope, p.model_id, p.tenant, segs);
             merged := merged + cardinality(segs);
             EXIT WHEN full_merge;
         END LOOP;
         SELECT count(*) INTO dead FROM dna.dna_bm25_tombstones AS t
-        WHERE t.scope = p.scope AND t.model_id = p.model_id AND t.tenant = p.tenant;
+        WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant;
+        SELECT count(*) INTO n_segs FROM dna.dna_bm25_segments AS s
+        WHERE s.scope = scope AND s.model_id = p.model_id AND s.tenant = p.tenant;
         parts := parts || jsonb_build_object(
             'scope', p.scope, 'model_id', p.model_id, 'tenant', p.tenant, 'status', 'ok',
-            'sealed_documents', sealed, 'merged_segments', merged,
-            'segments', (SELECT count(*) FROM dna.dna_bm25_segments AS s
-                         WHERE s.scope = p.scope AND s.model_id = p.model_id AND s.tenant = p.tenant),
-            'tombstones', dead);
+            'sealed_documents', sealed, 'merged_segments', merged, 'segments', n_segs, 'tombstones', dead);
     END LOOP;
     RETURN jsonb_build_object('partitions', parts);
 END
@@ -213,8 +241,11 @@ BEGIN
     IF wait_ms IS NULL OR wait_ms < 0 OR wait_ms > 600000 THEN
         RAISE EXCEPTION 'wait_ms must be between 0 and 600000, got %', wait_ms USING ERRCODE = '22023';
     END IF;
+    -- Each scope by a call in a FROM clause: on Citus that form is delegated from inside a function
+    -- (an expression such as RETURN f(...) is evaluated where it stands, on the coordinator).
     IF scope IS NOT NULL THEN
-        RETURN dna.bm25_compact_scope(scope, model_id, tenant, full_merge, wait_ms);
+        SELECT r INTO parts FROM dna.bm25_compact_scope(scope, model_id, tenant, full_merge, wait_ms) AS r;
+        RETURN parts;
     END IF;
     -- Every scope with a memtable or segments, one call each (by scope name, as the partitions were).
     scopes := ARRAY(SELECT x.scope FROM (
@@ -226,7 +257,7 @@ BEGIN
                         GROUP BY 1) AS x
                     ORDER BY 1);
     FOREACH s IN ARRAY scopes LOOP
-        parts := parts || (dna.bm25_compact_scope(s, model_id, tenant, full_merge, wait_ms) -> 'partitions');
+        SELECT parts || (r -> 'partitions') INTO parts FROM dna.bm25_compact_scope(s, model_id, tenant, full_merge, wait_ms) AS r;
     END LOOP;
     RETURN jsonb_build_object('partitions', parts);
 END

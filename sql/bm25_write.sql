@@ -170,6 +170,45 @@ COMMENT ON FUNCTION dna.bm25_build_segment(text, text, text, integer, integer, t
 'work_mem raised to maintenance_work_mem for the statement when that is larger, as an index build is). '
 'Returns the number of chunk rows.';
 
+CREATE OR REPLACE FUNCTION dna.bm25_doc_ranges(doc_ids bigint[])
+RETURNS TABLE (lo bigint, hi bigint)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    d bigint;
+BEGIN
+    -- A packed posting holds doc_id - base_doc_id in 33 bits, so a segment's documents span less
+    -- than 2^33 doc_ids. One server's doc_ids come from one sequence, so that is one range unless
+    -- billions of ids lie between a partition's documents; on Citus each node draws doc_ids from
+    -- its own range of the sequence (2^48 apart: the coordinator for a verb run there, the worker
+    -- for a delegated one), so one scope's documents can need a segment per node.
+    SELECT min(x), max(x) INTO lo, hi FROM unnest(doc_ids) AS x;
+    IF lo IS NULL THEN
+        RETURN;
+    END IF;
+    IF hi - lo < 8589934592 THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    lo := NULL;
+    FOR d IN SELECT x FROM unnest(doc_ids) AS x ORDER BY x LOOP
+        IF lo IS NULL THEN
+            lo := d;
+        ELSIF d - lo >= 8589934592 THEN
+            RETURN NEXT;                                 -- (lo, hi): the run so far
+            lo := d;
+        END IF;
+        hi := d;
+    END LOOP;
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_doc_ranges(bigint[]) IS
+'Internal (segment builds): doc_ids cut into runs (lo, hi), ascending, each spanning less than 2^33 (the '
+'doc_id offset of a packed posting), greedily from the smallest: one row when they fit one segment, no row '
+'for an empty array.';
+
 CREATE OR REPLACE FUNCTION dna.bm25_segment_level(n_docs bigint)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -263,28 +302,38 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     seg integer;
+    r record;
 BEGIN
     -- One partition's added documents (parallel arrays: doc_id, Kind, length, terms from the
     -- stored tsvector), one statement per table: forward rows, document rows, then the postings
-    -- (memtable) or, from dna.bm25_bulk_threshold() documents on, a level-0 segment of their own.
-    IF cardinality(doc_ids) >= dna.bm25_bulk_threshold() THEN
-        seg := dna.bm25_next_seg(scope, model_id, tenant);
-    END IF;
+    -- (memtable) or, from dna.bm25_bulk_threshold() documents on, a level-0 segment of their own
+    -- (one per range of dna.bm25_doc_ranges).
     INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
     SELECT scope, model_id, tenant, u.doc_id, u.kind, u.len, u.terms
     FROM unnest(doc_ids, kinds, lens, terms) AS u (doc_id, kind, len, terms);
-    INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
-    SELECT scope, model_id, tenant, u.doc_id, seg, u.kind, u.len
-    FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len);
-    PERFORM dna.bm25_add_docs(scope, model_id, tenant, doc_ids, seg);
+    IF cardinality(doc_ids) < dna.bm25_bulk_threshold() THEN
+        INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
+        SELECT scope, model_id, tenant, u.doc_id, NULL, u.kind, u.len
+        FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len);
+        PERFORM dna.bm25_add_docs(scope, model_id, tenant, doc_ids, NULL);
+        RETURN;
+    END IF;
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(doc_ids) AS x LOOP
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
+        SELECT scope, model_id, tenant, u.doc_id, seg, u.kind, u.len
+        FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len) WHERE u.doc_id BETWEEN r.lo AND r.hi;
+        PERFORM dna.bm25_add_docs(scope, model_id, tenant,
+                                  ARRAY(SELECT i FROM unnest(doc_ids) AS i WHERE i BETWEEN r.lo AND r.hi), seg);
+    END LOOP;
 END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_index_docs(text, text, text, bigint[], text[], integer[], jsonb[]) IS
 'Internal (dna.bm25_sync): adds documents of one partition to the lexical index from parallel arrays '
 '(doc_ids, kinds, lens = token positions, terms = jsonb lexeme → tf as text): their forward and document '
-'rows, then memtable postings, or a level-0 segment of their own (dna.bm25_next_seg) when there are '
-'dna.bm25_bulk_threshold() or more.';
+'rows, then memtable postings, or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
+'dna.bm25_doc_ranges) when there are dna.bm25_bulk_threshold() or more.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
 RETURNS void

@@ -254,7 +254,9 @@ CREATE OR REPLACE FUNCTION dna.nearest_names(name text, candidates text[], n int
 RETURNS TABLE (name text, distance integer)
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT c.name, dna.edit_distance(lower(nearest_names.name), lower(c.name))
+    -- The distance of the first 64 characters of each (a hint's work stays bounded whatever the text:
+    -- an 80,000-character name cost seconds per candidate, and no name of a scope passes 200).
+    SELECT c.name, dna.edit_distance(lower(left(nearest_names.name, 64)), lower(left(c.name, 64)))
     FROM unnest(candidates) AS c(name)
     WHERE nearest_names.name IS NOT NULL AND c.name <> nearest_names.name
     ORDER BY 2, (c.name NOT LIKE left(nearest_names.name, 1) || '%'), c.name COLLATE "C"
@@ -264,7 +266,8 @@ $$;
 COMMENT ON FUNCTION dna.nearest_names(text, text[], integer) IS
 'The n (default 3) of candidates nearest to name, name itself left out: by dna.edit_distance of the '
 'lower-cased names, then those sharing its first character, then name. Every candidate is one however '
-'far (distance says how far). Empty when name is NULL or no other candidate exists. The "did you mean" '
+'far (distance says how far). Names are compared on their first 64 characters (bounded work for a long '
+'text). Empty when name is NULL or no other candidate exists. The "did you mean" '
 'of messages (dna.nearest_scopes, dna.lock_memory''s hint); as one line: dna.nearest_names_text. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.nearest_names_text(name text, candidates text[], n integer DEFAULT 3)

@@ -316,6 +316,29 @@ COMMENT ON FUNCTION dna.citus_placement(regclass) IS
 'width tables do once dna_models is one), ''local'' (not a Citus table, or no Citus). Reads '
 'pg_dist_partition only through EXECUTE, so it runs without Citus.';
 
+CREATE OR REPLACE FUNCTION dna.holds_scope(scope text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    held boolean;
+BEGIN
+    IF dna.citus_placement('dna.dna_bm25_docs') <> 'distributed' THEN
+        RETURN true;                                     -- one server, or not distributed yet
+    END IF;
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement AS p, pg_catalog.pg_dist_local_group AS l
+                            WHERE p.shardid = get_shard_id_for_distribution_column(''dna.dna_bm25_docs'', $1)
+                              AND p.groupid = l.groupid)'
+        INTO held USING scope;
+    RETURN held;
+END
+$$;
+
+COMMENT ON FUNCTION dna.holds_scope(text) IS
+'Whether this node holds the shards of scope (pg_dist_placement of its dna_bm25_docs shard against '
+'pg_dist_local_group): true on a server without Citus or before dna.distribute. Reads Citus catalogs '
+'only through EXECUTE.';
+
 CREATE OR REPLACE FUNCTION dna.distribute(shard_count integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql

@@ -45,7 +45,6 @@ DECLARE
     ts regconfig;
     memory boolean;
     valid tstzrange;
-    mirrored text;
     emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
@@ -113,7 +112,7 @@ BEGIN
     IF memory THEN
         valid := dna.record_valid_at(scope, kind, name, tenant);
     END IF;
-    mirrored := dna.mirror_valid_at(true);
+    PERFORM dna.mirror_valid_at(true);
     EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
                                         embedding, ts_config, valid_at)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13)
@@ -125,7 +124,7 @@ BEGIN
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, dna.text_snippet(body)),
               coalesce(body, ''), emb, ts, memory, valid;
-    PERFORM dna.mirror_valid_at(mirrored = 'on');
+    PERFORM dna.mirror_valid_at(false);
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
 END
@@ -167,7 +166,6 @@ DECLARE
     cfg record;
     bad record;
     memory_kinds text[];
-    mirrored text;
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -271,7 +269,7 @@ BEGIN
     -- of an unchanged text that moved to another ordinal, upsert what changed in (kind, name,
     -- passage) order (so concurrent batches lock rows in one order), delete the passages a document
     -- no longer has, and answer one row per input element (plus one per deleted passage).
-    mirrored := dna.mirror_valid_at(true);
+    PERFORM dna.mirror_valid_at(true);
     RETURN QUERY EXECUTE format($sql$
         WITH src AS (
             SELECT u.i::integer AS ord, u.kind, u.name, coalesce(u.passage, 0) AS passage, u.title,
@@ -346,7 +344,7 @@ BEGIN
         ORDER BY 1 NULLS LAST, 2, 3, 7$sql$, tbl)
         USING scope, tenant, model_id, kinds, names, titles, bodies, snippets, embeddings, cfg.ts_config,
               passages, headings, char_starts, char_ends, memory_kinds;
-    PERFORM dna.mirror_valid_at(mirrored = 'on');
+    PERFORM dna.mirror_valid_at(false);
 END
 $$;
 

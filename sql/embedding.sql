@@ -32,6 +32,10 @@ RETURNS double precision[]
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
+    IF dims < 1 OR dims > 16000 THEN
+        RAISE EXCEPTION 'dna.fake_embed_float8: dims must be between 1 and 16000, got %', dims
+            USING ERRCODE = '22023';
+    END IF;
     RETURN (
         WITH tok AS (
             SELECT sha256(convert_to(m[1], 'UTF8')) AS h
@@ -63,4 +67,4 @@ $$;
 COMMENT ON FUNCTION dna.fake_embed_float8(text, integer) IS
 'dna-fake-hash-v1 (as dna.fake_embed, which rounds these values) in full float8 precision, before the float32 rounding of the '
 'vector type: the values Python''s fake_embed_one returns. For exact conformance of '
-'cosine_similarity_fake and semantic_recall_fusion. Pure.';
+'cosine_similarity_fake and semantic_recall_fusion. Pure. Errors: 22023 when dims is outside 1..16000 (as dna.fake_embed).';

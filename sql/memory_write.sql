@@ -398,24 +398,20 @@ COMMENT ON FUNCTION dna.record_valid_at(text, text, text, text) IS
 
 CREATE OR REPLACE FUNCTION dna.mirror_valid_at(mirrored boolean)
 RETURNS text
-LANGUAGE plpgsql VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
-DECLARE
-    prev text := coalesce(current_setting('dna.valid_at_mirrored', true), '');
-BEGIN
-    -- Transaction-local, so a rolled-back statement takes it back with it; the caller restores the
-    -- previous value (returned) after its statement.
-    PERFORM set_config('dna.valid_at_mirrored', CASE WHEN mirrored THEN 'on' ELSE 'off' END, true);
-    RETURN prev;
-END
+    -- Transaction-local: a statement that fails takes it back with it. Correctness never needs it
+    -- on (the trigger then sets the same value), so a writer sets it off after its statement
+    -- whatever it was before.
+    SELECT set_config('dna.valid_at_mirrored', CASE WHEN mirrored THEN 'on' ELSE 'off' END, true)
 $$;
 
 COMMENT ON FUNCTION dna.mirror_valid_at(boolean) IS
-'Internal: sets dna.valid_at_mirrored (on: the statements that follow give memory search rows their '
-'record''s valid_at themselves, so the row trigger dna_search_docs_valid_at stands aside; off: it runs) '
-'for the transaction and returns the previous value, which the caller restores after its statement. '
-'Setting it by hand only skips the mirror for one''s own writes; dna.verify_integrity reports a search row '
-'whose valid_at is not its record''s (check validity) and dna.reconcile repairs it.';
+'Internal: sets dna.valid_at_mirrored for the transaction (on: the statements that follow give memory search '
+'rows their record''s valid_at themselves, so the row trigger dna_search_docs_valid_at stands aside; off: it '
+'runs) and returns the new value. The verbs set it on for their statement and off after it. Setting it by '
+'hand only skips the mirror for one''s own writes; dna.verify_integrity reports a search row whose valid_at '
+'is not its record''s (check validity) and dna.reconcile repairs it.';
 
 CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
 RETURNS trigger
@@ -447,7 +443,6 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     w integer;
-    mirrored text;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at THEN
         RETURN NULL;                                       -- reconsolidation and restatements: nothing to copy
@@ -455,14 +450,14 @@ BEGIN
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
-    mirrored := dna.mirror_valid_at(true);                 -- these statements write the record's valid_at
+    PERFORM dna.mirror_valid_at(true);                 -- these statements write the record's valid_at
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1
                         WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
                           AND t.valid_at IS DISTINCT FROM $1', 'dna_search_docs_' || w)
             USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant;
     END LOOP;
-    PERFORM dna.mirror_valid_at(mirrored = 'on');
+    PERFORM dna.mirror_valid_at(false);
     RETURN NULL;
 END
 $$;

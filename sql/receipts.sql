@@ -51,16 +51,28 @@ DECLARE
     state text;
     reason text;
     how text;
+    typ regtype;
 BEGIN
+    -- The type is a type name, read by PostgreSQL's own parser (to_regtype): never text spliced into SQL.
+    BEGIN
+        typ := to_regtype(type);
+    EXCEPTION WHEN syntax_error THEN                     -- 'text, (SELECT 1/0)': no type name at all
+        typ := NULL;
+    END;
+    IF typ IS NULL THEN
+        RAISE EXCEPTION 'dna.receipt_arg: % is not a type name', coalesce(quote_literal(type), 'NULL')
+            USING ERRCODE = '22023', HINT = 'Give a type as format_type prints it, e.g. integer, text[], vector.';
+    END IF;
+    type := format_type(typ, NULL);
     IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
         RETURN;                                          -- NULL: the argument's NULL
     END IF;
     BEGIN
         -- The cast dna.receipt_call makes: a JSON array to an SQL array, anything else through its text.
         IF type LIKE '%[]' AND jsonb_typeof(value) = 'array' THEN
-            EXECUTE format('SELECT ARRAY(SELECT jsonb_array_elements_text($1))::%s', type) USING value;
+            EXECUTE format('SELECT ARRAY(SELECT jsonb_array_elements_text($1))::%s', typ) USING value;
         ELSE
-            EXECUTE format('SELECT ($1 #>> ''{}'')::%s', type) USING value;
+            EXECUTE format('SELECT ($1 #>> ''{}'')::%s', typ) USING value;
         END IF;
     EXCEPTION WHEN data_exception THEN
         GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, reason = MESSAGE_TEXT;
@@ -84,7 +96,37 @@ COMMENT ON FUNCTION dna.receipt_arg(text, text, text, jsonb) IS
 'is NULL). Raises the cast''s own SQLSTATE (22P02 invalid text, 22003 out of range, 22007 bad timestamp, '
 '...) with a message naming args.<name>, the function, the type and the value, and a hint of the JSON to '
 'give. Used by dna.take_receipt and dna.receipt_call, so a malformed argument is refused by name before '
-'anything runs.';
+'anything runs. type is read as a type name (to_regtype; 22023 when it is none), never spliced into SQL.';
+
+CREATE OR REPLACE FUNCTION dna.receipt_required_args(verb text, args jsonb)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    fn regprocedure := dna.receipt_verb(verb);
+    missing text;
+BEGIN
+    -- The arguments without a default (the first pronargs - pronargdefaults), query and query_embedding
+    -- apart (a receipt may keep neither: an empty query is the verb's to judge).
+    SELECT string_agg(format('args.%s', n.name), ', ' ORDER BY n.ord) INTO missing
+    FROM pg_catalog.pg_proc AS p
+    CROSS JOIN LATERAL unnest(p.proargnames) WITH ORDINALITY AS n(name, ord)
+    WHERE p.oid = fn AND n.ord <= p.pronargs - p.pronargdefaults
+      AND n.name NOT IN ('query', 'query_embedding', 'explain')
+      AND NOT (args ? n.name AND jsonb_typeof(args -> n.name) <> 'null');
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'dna.% needs %: a receipt gives every argument without a default', verb, missing
+            USING ERRCODE = '22023',
+                  HINT = 'For example {"scope": "docs", "query": "rank fusion", "k": 10}; dna.scopes() lists the scopes.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION dna.receipt_required_args(text, jsonb) IS
+'Refuses (22023, naming each args.<name>) a receipt''s args that lack an argument of dna.search / '
+'dna.recall (verb) without a default (scope), so dna.take_receipt never reaches the verb with a call that '
+'does not resolve (42883). Query and query_embedding are given apart and never required here.';
 
 CREATE OR REPLACE FUNCTION dna.receipt_call(verb text, args jsonb)
 RETURNS text
@@ -111,6 +153,7 @@ BEGIN
         RAISE EXCEPTION 'dna.% has no argument % a receipt can set', verb, unknown USING ERRCODE = '22023',
             HINT = 'query and query_embedding are given beside the other arguments; explain is the receipt''s.';
     END IF;
+    PERFORM dna.receipt_required_args(verb, args);
     -- query ($1) and query_embedding ($2) apart; every other argument of args as a literal of its
     -- declared type: a JSON array as an SQL array, anything else through its text. Literals, not
     -- expressions over a parameter: Citus, delegating the call to the scope's node, sent
@@ -316,6 +359,7 @@ BEGIN
             coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = '22023',
             HINT = 'For example {"scope": "docs", "query": "rank fusion", "k": 10}.';
     END IF;
+    PERFORM dna.receipt_required_args(verb, args);
     PERFORM dna.receipt_arg(verb, 'query_embedding', 'vector', args -> 'query_embedding');
     PERFORM dna.receipt_arg('take_receipt', 'explain', 'boolean', args -> 'explain');
     PERFORM dna.receipt_arg(verb, 'reconsolidate', 'boolean', args -> 'reconsolidate');

@@ -273,7 +273,16 @@ LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     listed text;
+    rel text;
 BEGIN
+    -- Only a width table of schema dna is read (the name comes from the catalog, quoted by %I).
+    SELECT format('%I.%I', n.nspname, c.relname) INTO rel
+    FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = tbl AND n.nspname = 'dna' AND c.relname ~ '^dna_search_docs_[0-9]+$';
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'dna.scope_kinds_text: % is not a search table of schema dna', tbl
+            USING ERRCODE = '22023', HINT = 'dna.search_table(dims) names the search table of a width.';
+    END IF;
     -- The distinct Kinds of a scope by a loose index scan (one probe per Kind), at most 20.
     EXECUTE format('WITH RECURSIVE k AS (
                         (SELECT t.kind FROM %1$s AS t WHERE t.scope = $1 ORDER BY t.kind LIMIT 1)
@@ -282,7 +291,7 @@ BEGIN
                                 ORDER BY t.kind LIMIT 1)
                         FROM k WHERE k.kind IS NOT NULL)
                     SELECT string_agg(k.kind, '', '' ORDER BY k.kind)
-                    FROM (SELECT k.kind FROM k WHERE k.kind IS NOT NULL LIMIT 20) AS k', tbl)
+                    FROM (SELECT k.kind FROM k WHERE k.kind IS NOT NULL LIMIT 20) AS k', rel)
         INTO listed USING scope;
     RETURN coalesce(listed, 'none');
 END
@@ -290,7 +299,8 @@ $$;
 
 COMMENT ON FUNCTION dna.scope_kinds_text(text, text, regclass) IS
 'The Kinds with documents in scope in the search table tbl, as one line for messages (''Doc, Engram'', at '
-'most 20, or ''none''): dna.search names them in its NOTICE when a kinds entry has no documents.';
+'most 20, or ''none''): dna.search names them in its NOTICE when a kinds entry has no documents. 22023 when '
+'tbl is not a dna.dna_search_docs_<N> table.';
 
 -- ---------------------------------------------------------------------------------------------
 -- A scope's models (moved from sql/search.sql, 0017)

@@ -205,15 +205,27 @@ CREATE OR REPLACE FUNCTION dna.protect_table(tbl regclass)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    rel text;
 BEGIN
-    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
-    EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS dna_tenant_isolation ON %s', tbl);
+    -- Only a table of schema dna with a tenant column (its name from the catalog, quoted by %I).
+    SELECT format('%I.%I', n.nspname, c.relname) INTO rel
+    FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = tbl AND n.nspname = 'dna' AND c.relkind IN ('r', 'p')
+      AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute AS a
+                  WHERE a.attrelid = c.oid AND a.attname = 'tenant' AND NOT a.attisdropped);
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'dna.protect_table: % is not a table of schema dna with a tenant column', tbl
+            USING ERRCODE = '22023', HINT = 'dna.protected_tables() lists the tables the policy guards.';
+    END IF;
+    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', rel);
+    EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', rel);
+    EXECUTE format('DROP POLICY IF EXISTS dna_tenant_isolation ON %s', rel);
     -- dna.tenant_policy(): a base row passes on its own column; any other row asks
     -- dna.visible_tenants(), without a sublink where Citus is installed (Citus refuses one).
     EXECUTE format('CREATE POLICY dna_tenant_isolation ON %s AS PERMISSIVE FOR ALL TO PUBLIC '
-                   'USING (%s) WITH CHECK (%s)', tbl, dna.tenant_policy(), dna.tenant_policy());
-    EXECUTE format('COMMENT ON POLICY dna_tenant_isolation ON %s IS %L', tbl,
+                   'USING (%s) WITH CHECK (%s)', rel, dna.tenant_policy(), dna.tenant_policy());
+    EXECUTE format('COMMENT ON POLICY dna_tenant_isolation ON %s IS %L', rel,
                    'INV-PERSONAL: a row is visible and writable only when its tenant is in dna.visible_tenants() '
                    '(the shared base, the caller''s own personal partition, the workspaces it is a member of).');
 END
@@ -224,7 +236,7 @@ COMMENT ON FUNCTION dna.protect_table(regclass) IS
 'its policy dna_tenant_isolation (USING and WITH CHECK dna.tenant_policy(): tenant = '''' OR '
 'dna.tenant_visible(tenant, dna.visible_tenants()), without a sublink where Citus is installed). '
 'A revision that adds a width table calls it; so does a server that gains Citus, for every protected table. '
-'Needs the table owner or a superuser.';
+'Needs the table owner or a superuser. 22023 when tbl is not a table of schema dna with a tenant column.';
 
 CREATE OR REPLACE FUNCTION dna.protected_tables()
 RETURNS SETOF regclass

@@ -23,7 +23,8 @@ QUERIES = ["protein expression in cancer cells", "gene mutation risk", "patient 
            "rare0007 rare0100 rare0999", "expression", "cell cell cell gene"]
 
 # The chunk rows of segment $4 as revisions 0010-0016 built them (window + grouped array_agg over the
-# forward rows of the segment's documents), the oracle for the one-sort build of 0017.
+# forward rows of the segment's documents), the oracle for the one-sort build of 0017. A seg_id names
+# one segment per partition (0019: dna.bm25_next_seg), so a scope's tenants can each have a segment $4.
 ORACLE = """
 SELECT r.lexeme, r.kind, r.chunk, count(*)::integer AS n, max(r.imp) AS max_imp, max(r.tf) AS max_tf,
        min(r.len) AS min_len,
@@ -40,7 +41,7 @@ FROM dna.dna_bm25_segments AS g,
                     WHERE d.scope = g.scope AND d.model_id = g.model_id AND d.tenant = g.tenant
                       AND d.seg_id = g.seg_id) AS s) AS r
 WHERE g.scope = %s AND g.seg_id = %s
-GROUP BY r.lexeme, r.kind, r.chunk
+GROUP BY g.model_id, g.tenant, r.lexeme, r.kind, r.chunk
 """
 STORED = """
 SELECT c.lexeme, c.kind, c.chunk, c.n, c.max_imp, c.max_tf, c.min_len, c.postings
@@ -77,7 +78,7 @@ def top10(sql, scope: str, query: str, exact: bool) -> list[tuple]:
 
 
 def segments(sql, scope: str) -> list[int]:
-    return [r[0] for r in sql.execute("SELECT seg_id FROM dna.dna_bm25_segments WHERE scope = %s ORDER BY seg_id",
+    return [r[0] for r in sql.execute("SELECT DISTINCT seg_id FROM dna.dna_bm25_segments WHERE scope = %s ORDER BY seg_id",
                                       (scope,)).fetchall()]
 
 

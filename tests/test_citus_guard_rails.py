@@ -29,10 +29,6 @@ ALLOWED = {
     ("B7", "dna.bm25_truncate"):
         "B8: only AFTER TRUNCATE triggers call it (test_allow_list_entries_are_live checks), and dna.distribute "
         "drops those triggers from every distributed table; on Citus dna.clear_width clears a width scope by scope",
-    ("S2", "dna.mirror_valid_at"):
-        "dna.valid_at_mirrored only lets the valid_at row trigger skip work the writing statement did itself: where "
-        "the setting does not reach (a worker, for a verb run on the coordinator) the trigger runs and sets the same "
-        "value (tests/test_write_path.py, tests/citus/test_citus_write_path.py)",
 }
 # Dynamic statements the checker cannot read (their text is built from values it cannot follow),
 # by function: a new one fails test_dynamic_sql_the_checker_cannot_read_is_known, so it gets looked at.

@@ -116,11 +116,32 @@ def test_personal_memory_is_private_across_identities(door_world):
             assert "reserved" in text
             _error(await _call(bob, "remember", summary="planted", tenant="personal:alice-oid"), "42501")
             _error(await _call(bob, "forget", name=mine["name"], personal=True), "P0002")
-            # an identity is not an argument: one passed anyway is ignored (the SDK drops unknown arguments)
-            got = _data(await _call(bob, "recall", query=f"locker {SECRET}", personal=True, identity="alice-oid"))
-            assert got["hits"] == [] and SECRET not in str(got["hits"])
+            # an identity is not an argument: one passed anyway is refused by name, and nothing runs
+            refused = await _call(bob, "recall", query=f"locker {SECRET}", personal=True, identity="alice-oid")
+            assert refused.is_error and "unknown argument 'identity'" in refused.content[0].text
+            assert SECRET not in refused.content[0].text
             still = _data(await _call(alice, "list_memories", personal=True))["memories"]
             assert [(m["name"], m["valid"]) for m in still if m["personal"]] == [(mine["name"], True)]
+
+    anyio.run(main)
+
+
+def test_unknown_arguments_are_refused_by_name_and_nothing_is_written(door_world):
+    """A tool refuses an argument it does not take (as REST does), naming it and the one meant: ``text``
+    for ``summary`` used to fail as "an Engram needs spec.summary", and a misspelt ``personal`` wrote a
+    private memory into the shared scope."""
+    async def main():
+        async with Client(_server(door_world.dsn_of("alice"))) as alice:
+            tools = {t.name: t for t in (await alice.list_tools()).tools}
+            assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+            text = (await _call(alice, "remember", text="Deploys happen on Thursdays")).content[0].text
+            assert "unknown argument 'text' (did you mean 'summary'?)" in text, text
+            typo = await _call(alice, "remember", summary=f"My locker code is {SECRET}", persnal=True)
+            assert typo.is_error and "'persnal' (did you mean 'personal'?)" in typo.content[0].text
+            bogus = await _call(alice, "search", query="x", bogus=1)
+            assert bogus.is_error and "unknown argument 'bogus'" in bogus.content[0].text
+            assert _data(await _call(alice, "list_memories", include_forgotten=True))["total"] == 0
+            assert _data(await _call(alice, "list_memories", personal=True))["total"] == 0
 
     anyio.run(main)
 

@@ -161,6 +161,35 @@ def test_bad_input_is_422_and_writes_nothing(api, door_world):
     assert (_count(door_world), _count(door_world, "dna.dna_versions")) == (instances, versions)
 
 
+def test_nul_bytes_size_nesting_and_unknown_routes_answer_in_the_error_shape(api, door_world):
+    """Issue 27 item 8: a NUL byte in a string field or a path id was a 500; a 10 MB body was parsed
+    whole; a 50,000-deep JSON and unknown routes answered outside the documented shape."""
+    alice = auth(door_world.keys["alice"])
+    instances, versions = _count(door_world), _count(door_world, "dna.dna_versions")
+    err = _err(api.post("/v1/search", headers=alice, json={"query": "a\u0000b"}), 422)
+    assert err["field"] == "body.query" and "NUL" in err["message"] and err["sqlstate"] is None
+    err = _err(api.post("/v1/memories", headers=alice, json={"summary": "ok", "tags": ["a", "b\u0000"]}), 422)
+    assert err["field"] == "body.tags[1]"
+    err = _err(api.post("/v1/memories/a%00b/forget", headers=alice), 422)
+    assert err["field"] == "path"
+    err = _err(api.get("/v1/memories/search", headers=alice, params={"q": "a\x00b"}), 422)
+    assert err["field"] == "query.q"
+    big = {"summary": "ok", "body": "x" * (10 << 20)}
+    err = _err(api.post("/v1/memories", headers=alice, json=big), 413)
+    assert "1,048,576" in err["message"]
+    deep = "[" * 50_000 + "]" * 50_000
+    err = _err(api.post("/v1/search", headers={**alice, "Content-Type": "application/json"}, content=deep), 422)
+    assert "nested deeper" in err["message"]
+    err = _err(api.post("/v1/search", headers={**alice, "Content-Type": "application/json"}, content="{bad"), 422)
+    assert "not valid JSON" in err["message"]
+    err = _err(api.get("/v1/nowhere", headers=alice), 404)
+    assert "no such endpoint" in err["message"]
+    _err(api.put("/v1/search", headers=alice, json={"query": "x"}), 405)
+    assert (_count(door_world), _count(door_world, "dna.dna_versions")) == (instances, versions)
+    # an ordinary request still passes through the guard with its body intact
+    assert _ok(api.post("/v1/search", headers=alice, json={"query": "deploys", "k": 3}))["hits"] == []
+
+
 def test_consolidate_is_a_dry_run_unless_applied(api, door_world):
     alice = auth(door_world.keys["alice"])
     later = (datetime.now(timezone.utc) + timedelta(days=3650)).isoformat()  # ten years without a recall

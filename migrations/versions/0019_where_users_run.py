@@ -57,8 +57,23 @@ reads passage 0 and whether passage 1 exists): two trigger firings per call, one
 Compaction moves to the new plane file ``sql/bm25_compact.sql``; ``dna.bm25_compact`` calls
 ``dna.bm25_compact_scope`` once per scope, which ``dna.distribute`` delegates by scope (forced), as it
 now delegates ``index_document``, ``index_documents``, ``delete_document``, ``redact`` and ``reconcile``.
+On Citus each node draws doc_ids from its own range of the sequence (2^48 apart), and a packed posting
+holds a 33-bit offset: a segment build (bulk statement, seal, merge) writes one segment per run of
+doc_ids that fits (``dna.bm25_doc_ranges``; a merge across node ranges refused with 54000 before).
 ``undo_write_path.sql`` restores 0017's trigger and the sequence, set past every seg_id. Same rows, same
 answers on one server.
+
+edges (issue 27 item 8, a fuzz of every ``dna.*`` function an application role may call): no text reaches
+dynamic SQL unquoted and no helper's work is unbounded. ``dna.receipt_arg`` reads its ``type`` with
+``to_regtype`` (22023 when it names no type) and casts to that type, so ``'text, (SELECT 1/0)'`` is refused
+instead of run; ``dna.scope_kinds_text`` and ``dna.protect_table`` take only tables of schema ``dna`` (a
+search table; a table with a tenant column), named from the catalog through ``%I`` (22023 otherwise);
+``dna.fake_embed_float8`` checks dims as ``dna.fake_embed`` does (1..16000, 22023: ``1628549775`` ran for
+seconds, ``0`` divided by zero); ``dna.nearest_names`` (and so ``nearest_scopes``) compares the first 64
+characters of each name (an 80,000-character text ran past 5 s); ``dna.take_receipt`` and
+``dna.receipt_call`` refuse args without an argument that has no default (22023 naming ``args.scope``,
+new ``dna.receipt_required_args``) instead of failing 42883 "function dna.search(…) does not exist".
+Answers for valid input unchanged. No schema change.
 """
 import sys
 from pathlib import Path
@@ -98,8 +113,9 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "bm25.sql", "bm25_write.sql", "bm25_compact.sql", "documents.sql",
-                            "memory_write.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "bm25.sql", "bm25_write.sql",
+                            "bm25_compact.sql", "documents.sql", "memory_write.sql", "receipts.sql", "tenancy.sql",
+                            "distribute.sql")
 
 
 def changed_files() -> list[str]:

@@ -12,6 +12,7 @@ database. A database error comes back as a tool error (``is_error``) whose text 
 message, detail?, hint?}}``. Embeddings are the client's: ONNX all-MiniLM-L6-v2 offline by default
 (``--embedder`` as for the other commands).
 """
+import difflib
 import sys
 import threading
 from typing import Annotated, Any, Callable, Optional
@@ -20,7 +21,7 @@ import psycopg
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pgvector.psycopg import register_vector
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from pydna.doors import fields as f
 from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error
@@ -176,7 +177,52 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
         brings it back). Nothing runs in the database."""
         return tool_error(delete_refused(name, "the forget tool"))
 
+    refuse_unknown_arguments(server)
     return server, door
+
+
+# Names other memory APIs give these arguments (mem0, Zep, Letta): the hint names ours.
+_SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
+             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal"}
+
+
+def unknown_arguments_message(tool: str, unknown: list[str], known: list[str]) -> str:
+    """``unknown argument 'text' (did you mean 'summary'?); remember takes: …`` — names each argument a
+    call gave that the tool does not take, with the nearest known name (by spelling or by what other
+    memory APIs call it)."""
+    parts = []
+    for name in unknown:
+        near = ([_SYNONYMS[name]] if _SYNONYMS.get(name) in known else
+                difflib.get_close_matches(name, known, n=1, cutoff=0.6))
+        parts.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    word = "argument" if len(unknown) == 1 else "arguments"
+    return f"unknown {word} {', '.join(parts)}; {tool} takes: {', '.join(known)}. Nothing was done."
+
+
+def refuse_unknown_arguments(server: MCPServer) -> None:
+    """Every tool refuses arguments it does not take, by name, before anything runs (as the REST door's
+    models do with ``extra="forbid"``): an ignored ``text`` would leave a memory without its summary, and a
+    misspelt ``personal`` would write a private memory into the shared scope. The published input schema
+    says ``additionalProperties: false``. The SDK builds each tool's argument model from its signature; the
+    model is replaced by a subclass that forbids extra keys (``FuncMetadata.arg_model`` is read per call)."""
+    for tool in server._tool_manager.list_tools():  # the SDK's registry of the @server.tool functions
+        base = tool.fn_metadata.arg_model
+        known = sorted(base.model_fields)
+
+        def check(data: Any, _tool: str = tool.name, _known: list[str] = known) -> Any:
+            if isinstance(data, dict):
+                unknown = sorted(k for k in data if k not in _known)
+                if unknown:
+                    raise ValueError(unknown_arguments_message(_tool, unknown, _known))
+            return data
+
+        strict = type(f"{base.__name__}Strict", (base,), {
+            "model_config": ConfigDict(**base.model_config, extra="forbid"),
+            "__module__": __name__,
+            "_known_only": model_validator(mode="before")(classmethod(lambda cls, data, _c=check: _c(data))),
+        })
+        tool.fn_metadata.arg_model = strict
+        tool.parameters["additionalProperties"] = False
 
 
 def _version() -> str:

@@ -11,7 +11,8 @@ Statuses: 401 missing/unknown/revoked key; 403 SQLSTATE 42501 (no rights, not a 
 a crafted ``personal:`` tenant); 404 P0002 (no such memory); 405 ``DELETE /v1/memories/{name}``
 (memories are never deleted: the body names ``POST /v1/memories/{name}/forget``); 409 23001/23505;
 422 bad input (a data exception from the database, class 22/23, with its SQLSTATE and message, or a
-request that fails the schema); 503 40001/40P01 (retry), pool exhausted; 500 anything else. Errors are
+request that fails the schema, a NUL byte in any field, JSON nested past 32 levels: ``rest_guard``); 413 a
+body over 1 MiB; 404 an unknown route; 503 40001/40P01 (retry), pool exhausted; 500 anything else. Errors are
 ``{"error": {"status", "sqlstate", "message", "detail"?, "hint"?}}``.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +38,7 @@ from pydna import __version__
 from pydna.client import Client
 from pydna.doors import fields as f
 from pydna.doors.keys import enter_role
+from pydna.doors.rest_guard import RequestGuard
 from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error
 from pydna.embeddings.base import EmbeddingPort
 
@@ -164,6 +167,15 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
                     "database role its API key maps to (SET LOCAL ROLE), so row-level security and personal "
                     "memory are the role's own. Errors: {error: {status, sqlstate, message, detail?, hint?}}.")
     app.state.door = state
+    app.add_middleware(RequestGuard)  # size, nesting and NUL bytes: refused before FastAPI parses anything
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # an unknown route (404) or method (405) answers in the door's error shape too
+        message = {404: f"no such endpoint: {request.method} {request.url.path} (GET /openapi.json lists them)",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+        return JSONResponse({"error": {"status": exc.status_code, "sqlstate": None, "message": message}},
+                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(DoorError)
     async def _door_error(request: Request, exc: DoorError) -> JSONResponse:
