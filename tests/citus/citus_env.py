@@ -30,22 +30,20 @@ _counter = itertools.count()
 
 # What a test may change that reset puts back only by rebuilding the database, part by part.
 _SCHEMA = {
-    "functions": "SELECT md5(string_agg(p.oid::regprocedure::text || md5(p.prosrc), ',' ORDER BY 1)) FROM pg_proc AS p "
+    "functions": "SELECT p.oid::regprocedure::text || ' ' || md5(p.prosrc) FROM pg_proc AS p "
                  "WHERE p.pronamespace = 'dna'::regnamespace",
-    "triggers": "SELECT md5(string_agg(g.tgrelid::regclass::text || g.tgname || g.tgenabled::text, ',' ORDER BY 1)) "
+    "triggers": "SELECT g.tgrelid::regclass::text || ' ' || g.tgname || ' ' || g.tgenabled::text "
                 "FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid "
                 "WHERE c.relnamespace = 'dna'::regnamespace AND NOT g.tgisinternal",
-    "relations": "SELECT md5(string_agg(c.relname || c.relkind::text, ',' ORDER BY 1)) FROM pg_class AS c "
-                 "WHERE c.relnamespace = 'dna'::regnamespace",
-    "policies": "SELECT md5(string_agg(p.polrelid::regclass::text || p.polname || pg_get_expr(p.polqual, p.polrelid), ',' "
-                "ORDER BY 1)) FROM pg_policy AS p JOIN pg_class AS c ON c.oid = p.polrelid "
-                "WHERE c.relnamespace = 'dna'::regnamespace",
-    "citus": "SELECT md5(string_agg(logicalrelid::text || partmethod::text, ',' ORDER BY 1)) FROM pg_dist_partition",
+    "relations": "SELECT c.relname || ' ' || c.relkind::text FROM pg_class AS c WHERE c.relnamespace = 'dna'::regnamespace",
+    "policies": "SELECT p.polrelid::regclass::text || ' ' || p.polname || ' ' || pg_get_expr(p.polqual, p.polrelid) "
+                "FROM pg_policy AS p JOIN pg_class AS c ON c.oid = p.polrelid WHERE c.relnamespace = 'dna'::regnamespace",
+    "citus": "SELECT logicalrelid::text || ' ' || partmethod::text FROM pg_dist_partition",
 }
 
 
-def schema_of(conn) -> dict[str, str]:
-    return {part: conn.execute(q).fetchone()[0] for part, q in _SCHEMA.items()}
+def schema_of(conn) -> dict[str, frozenset[str]]:
+    return {part: frozenset(r[0] for r in conn.execute(q)) for part, q in _SCHEMA.items()}
 
 
 def server():
@@ -144,8 +142,9 @@ class DistributedDatabase:
             now = schema_of(conn)
             if now != self.schema:
                 conn.close()
-                self.rebuilds.append(sorted(k for k in now if now[k] != self.schema[k]))
-                sys.stderr.write(f"\n{self.name}: rebuilt, the test changed {self.rebuilds[-1]}\n")
+                changed = {k: sorted(now[k] ^ self.schema[k])[:6] for k in now if now[k] != self.schema[k]}
+                self.rebuilds.append(sorted(changed))
+                sys.stderr.write(f"\n{self.name}: rebuilt, the test changed {changed}\n")
                 self.cluster.drop_database(self.name)
                 self._build()
                 return
