@@ -380,6 +380,39 @@ COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
 'DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
 'go. Errors: 23001 naming dna.forget.';
 
+CREATE OR REPLACE FUNCTION dna.record_valid_at(scope text, kind text, name text, tenant text)
+RETURNS tstzrange
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN (SELECT i.valid_at FROM dna.dna_instances AS i
+            JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+            WHERE i.scope = record_valid_at.scope AND i.kind = record_valid_at.kind
+              AND i.name = record_valid_at.name AND i.tenant = record_valid_at.tenant);
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_valid_at(text, text, text, text) IS
+'The world-time validity (valid_at) of the record (scope, kind, name, tenant) in dna.dna_instances, or NULL '
+'when there is none: the valid_at a memory''s search rows carry.';
+
+CREATE OR REPLACE FUNCTION dna.mirror_valid_at(mirrored boolean)
+RETURNS text
+LANGUAGE sql VOLATILE
+AS $$
+    -- Transaction-local: a statement that fails takes it back with it. Correctness never needs it
+    -- on (the trigger then sets the same value), so a writer sets it off after its statement
+    -- whatever it was before.
+    SELECT set_config('dna.valid_at_mirrored', CASE WHEN mirrored THEN 'on' ELSE 'off' END, true)
+$$;
+
+COMMENT ON FUNCTION dna.mirror_valid_at(boolean) IS
+'Internal: sets dna.valid_at_mirrored for the transaction (on: the statements that follow give memory search '
+'rows their record''s valid_at themselves, so the row trigger dna_search_docs_valid_at stands aside; off: it '
+'runs) and returns the new value. The verbs set it on for their statement and off after it. Setting it by '
+'hand only skips the mirror for one''s own writes; dna.verify_integrity reports a search row whose valid_at '
+'is not its record''s (check validity) and dna.reconcile repairs it.';
+
 CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -388,19 +421,21 @@ BEGIN
     -- A memory's search documents carry its world time, so dna.search can filter validity inside
     -- each lane (an index condition, not a probe per candidate). Other Kinds keep what they are given.
     IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
-        NEW.valid_at := (SELECT i.valid_at FROM dna.dna_instances AS i
-                         JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
-                         WHERE i.scope = NEW.scope AND i.kind = NEW.kind AND i.name = NEW.name
-                           AND i.tenant = NEW.tenant);
+        NEW.valid_at := dna.record_valid_at(NEW.scope, NEW.kind, NEW.name, NEW.tenant);
     END IF;
     RETURN NEW;
 END
 $$;
 
 COMMENT ON FUNCTION dna.search_docs_valid_at() IS
-'BEFORE INSERT OR UPDATE trigger of the width search tables: the search document of a memory Kind '
-'(trait memory.recallable) gets valid_at = the world-time validity of its record in dna.dna_instances '
-'(NULL when there is none: always in force). dna.search filters on it. Other Kinds keep the valid_at written.';
+'BEFORE INSERT OR UPDATE trigger of the width search tables (dna_search_docs_valid_at, WHEN dna.valid_at_mirrored '
+'is not on): the search document of a memory Kind (trait memory.recallable) gets valid_at = the world-time '
+'validity of its record in dna.dna_instances (dna.record_valid_at; NULL when there is none: always in '
+'force). dna.search filters on it. Other Kinds keep the valid_at written. The verbs that write search rows '
+'(dna.index_document, dna.index_documents, the valid_at mirror of dna.dna_instances, dna.reconcile, '
+'dna.set_search_config) give memory rows that value themselves, by statements of their own (on Citus no '
+'table is read inside a shard''s INSERT, citus-probe-3 D5), and set dna.valid_at_mirrored = on for their '
+'statement (dna.mirror_valid_at), so the trigger runs only for plain INSERTs and UPDATEs.';
 
 CREATE OR REPLACE FUNCTION dna.instances_sync_search_valid_at()
 RETURNS trigger
@@ -415,12 +450,14 @@ BEGIN
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
+    PERFORM dna.mirror_valid_at(true);                 -- these statements write the record's valid_at
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1
                         WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
                           AND t.valid_at IS DISTINCT FROM $1', 'dna_search_docs_' || w)
             USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant;
     END LOOP;
+    PERFORM dna.mirror_valid_at(false);
     RETURN NULL;
 END
 $$;
