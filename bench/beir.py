@@ -6,8 +6,8 @@ Usage (from the repository root)::
                          [--no-peers] [--out bench/results/beir-scifact.json]
     make bench
 
-``DATASET_DIR`` (BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv) defaults to
-``../shared/data/scifact`` relative to the repository root. Without ``--dsn`` an embedded PostgreSQL
+``DATASET_DIR`` (BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv) is needed: where to get
+it, bench/data_sets.py (``make bench`` passes ``SCIFACT``, ../shared/data/scifact on the project's machines). Without ``--dsn`` an embedded PostgreSQL
 (pydna.server) is started in a temporary folder and removed afterwards; the database is migrated
 with ``pydna.migrate.upgrade`` and filled through the public client (``Client.index``), then
 ``VACUUM ANALYZE`` (what autovacuum would do after a bulk load). Embeddings come from the chosen
@@ -359,7 +359,7 @@ def load_corpus(client, corpus, console, batch_size=256):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--dsn", default=os.environ.get("DNA_BENCH_DSN"),
                     help="an existing, empty-or-disposable database (migrated to head; scope 'beir' is rewritten)")
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
@@ -368,6 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=3, help="timed passes of the k=10 call (latency = per-query median)")
     ap.add_argument("--out", default=None, help="JSON result (default bench/results/beir-<dataset>.json)")
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
 
     from rich.console import Console
     from rich.table import Table

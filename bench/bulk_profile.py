@@ -278,7 +278,7 @@ def phases(stmts: list[dict], docs: int, top: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--old", type=Path, default=None, help="a second source tree loaded beside this one, interleaved")
@@ -288,6 +288,8 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "bulk_profile.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
 
     from pydna.embeddings import OnnxEmbeddingProvider
 

@@ -19,7 +19,7 @@ The target (40 docs/s) is judged on the first compute listed (the provider's def
 Wall-clock docs/s depends on what else runs on the machine, so each run also records the process
 CPU time (docs per CPU-second, all onnxruntime threads together) and the 1-minute load average.
 
-``DATASET_DIR`` defaults to ``../shared/data/scifact`` relative to the repository root. In each
+``DATASET_DIR`` (SciFact's BEIR folder) is needed: where to get it, bench/data_sets.py. In each
 process one warm-up ``embed`` of one batch creates the session before the timing. Prints a table (rich) and writes JSON to ``bench/results/embed.json``.
 """
 from __future__ import annotations
@@ -101,7 +101,7 @@ def run_one(dataset: Path, limit: int, batch_size: int, sort: bool, threads: int
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--limit", type=int, default=2000, help="documents to embed (default 2000)")
     ap.add_argument("--batch-sizes", default="16,32,64")
     ap.add_argument("--threads", type=int, default=None, help="intra_op_num_threads")
@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "embed.json"))
     ap.add_argument("--one", nargs=3, metavar=("BATCH", "SORTED", "COMPUTE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     dataset = Path(args.dataset)
 
     if args.one:  # worker: one configuration, JSON on stdout

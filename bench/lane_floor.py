@@ -100,13 +100,15 @@ def cpu_of(conn, backend: BackendCpu, sql: str, params, rounds: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dsn")
-    ap.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/scifact")
+    ap.add_argument("--dataset", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--budgets", default="5000,10000,20000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scope", default=SCOPE, help="the scope to read (default scale; bench/beir.py's is beir)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/lane-floor.json"))
     args = ap.parse_args()
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = Path(scifact_dir(args.dataset, ap))
     budgets = [int(b) for b in args.budgets.split(",")]
     claims = train_claims(args.dataset, args.queries)
     load0 = os.getloadavg()

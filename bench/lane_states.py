@@ -134,7 +134,7 @@ def settle(conn, vacuum: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dsn")
-    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("--dataset", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--against", default=str(ROOT / "migrations" / "versions" / "0013_passages" / "bm25.sql"))
     ap.add_argument("--add", type=int, default=1000, help="new documents for the memtable state")
     ap.add_argument("--update", type=int, default=1000, help="rewritten documents for the tombstone state")
@@ -145,6 +145,8 @@ def main() -> None:
                          "reaches soon after; without it the planner may still see the tables as they were)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     queries = claims(Path(args.dataset), args.queries)
     results = []
     with psycopg.connect(args.dsn, autocommit=True) as conn:

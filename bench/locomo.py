@@ -52,8 +52,8 @@ were evidence.
 
 Usage (from the repository root; the embedded server of ``--home`` is started when no ``--dsn``)::
 
-    .venv/bin/python bench/locomo.py [--dsn DSN] [--home /tmp/pydna-locomo] [--reuse]
-        [--systems recall,recall lexical,...] [--recall-variant NAME=EXPR ...] [--context-turns 0,1,2]
+    .venv/bin/python bench/locomo.py --data ../shared/data/locomo-dev/locomo-dev.json [--dsn DSN] [--home /tmp/pydna-locomo] [--reuse]
+        [--systems recall,search,...] [--recall-variant NAME=EXPR ...] [--context-turns 0,1,2]
         [--out bench/results/locomo.json]
 
 ``--reuse`` keeps the database ``dna_bench_locomo`` when it already holds the dev turns (only the
@@ -81,7 +81,6 @@ BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-DATA = REPO.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 DATABASE = "dna_bench_locomo"
 K = 10
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -147,7 +146,7 @@ def split_text(text: str) -> dict:
     return {"summary": text[:cut], "body": text[cut + 1:]}
 
 
-def load_samples(path: Path = DATA) -> list[dict]:
+def load_samples(path: Path) -> list[dict]:
     """Turns and scored questions of each sample."""
     samples = []
     for s in json.loads(path.read_text(encoding="utf-8")):
@@ -374,6 +373,7 @@ def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: i
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", help="LoCoMo's dev split, a JSON file (bench/data_sets.py says where to get it)")
     ap.add_argument("--dsn", default=os.environ.get("DNA_DATABASE_URL"), help="server DSN (a role with CREATEDB)")
     ap.add_argument("--home", default="/tmp/pydna-locomo", help="embedded server home when no --dsn")
     ap.add_argument("--reuse", action="store_true", help="keep a loaded dna_bench_locomo database")
@@ -390,8 +390,10 @@ def main(argv: list[str] | None = None) -> int:
                          "dna.conversation_context_turns()); 'none' skips the path")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "locomo.json"))
     args = ap.parse_args(argv)
+    from data_sets import locomo_file  # bench/data_sets.py (bench/ is on sys.path)
+    args.data = locomo_file(args.data, ap)
 
-    samples = load_samples()
+    samples = load_samples(Path(args.data))
     emb = provider(args.compute)
     server_dsn = args.dsn
     if not server_dsn:

@@ -9,7 +9,7 @@ average. Only the systems differ: ``search`` (RRF defaults), ``search lexical``,
 
 Usage (from the repository root)::
 
-    python bench/locomo_fusion.py [--weights 0.3,0.4,0.5,0.6] [--home /tmp/pydna-locomo-search]
+    python bench/locomo_fusion.py --data FILE [--weights 0.3,0.4,0.5,0.6] [--home /tmp/pydna-locomo-search]
                                   [--out bench/results/locomo-fusion.json]
 """
 from __future__ import annotations

@@ -18,7 +18,8 @@ bench/RESULTS.md ("Conversations"). Tune on the dev split only (its README).
 
 Usage::
 
-    .venv/bin/python bench/locomo_tune.py [--dsn DSN] [--context-turns 1] [--pool 50]
+    .venv/bin/python bench/locomo_tune.py --data ../shared/data/locomo-dev/locomo-dev.json --dsn DSN
+        [--context-turns 1] [--pool 50]
         [--out bench/results/locomo_tune.json]
 """
 from __future__ import annotations
@@ -120,13 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dsn", default=os.environ.get("DNA_DATABASE_URL"))
     ap.add_argument("--context-turns", type=int, default=None)
     ap.add_argument("--pool", type=int, default=50)
+    ap.add_argument("--data", default=None, help="the dev split's locomo-dev.json (bench/data_sets.py)")
     ap.add_argument("--out", default=str(BENCH / "results" / "locomo_tune.json"))
     args = ap.parse_args(argv)
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     params = conninfo_to_dict(args.dsn)
     params["dbname"] = DATABASE
-    samples = load_samples()
+    from data_sets import locomo_file
+
+    samples = load_samples(Path(locomo_file(args.data, ap)))
     items = pools(make_conninfo(**params), samples, provider(), args.context_turns, args.pool)
     base = score(items, [[h[0] for h in it["hits"]][:K] for it in items])
     grid = []

@@ -11,7 +11,7 @@ Usage (from the repository root)::
 ``--bulk-only`` stops after the bulk load, its floor and the storage figures (the peers then only load
 the same rows, for their ingest rates); ``--tree DIR`` migrates the databases with another source
 tree's pydna (e.g. ``git archive <commit> | tar -x -C DIR``), so an older SQL is measured by the same
-bench. ``DATASET_DIR`` (BEIR layout) defaults to ``../shared/data/scifact``. ``--quick`` is ``--docs 20000``
+bench. ``DATASET_DIR`` (BEIR layout; where to get it: bench/data_sets.py) is needed. ``--quick`` is ``--docs 20000``
 with a smaller live phase (a smoke run). Progress goes to stderr; the table to stdout; the JSON to
 ``--out`` (default ``bench/results/scale.json``), a Markdown copy of the table beside it
 (``scale.md``) and the per-query runs in ``scale.runs.json.gz``. CI does not run this bench.
@@ -1434,7 +1434,7 @@ def strip_runs(size: dict) -> tuple[dict, dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--docs", default="100000,1000000", help="comma-separated scope sizes (each > 5,183)")
     ap.add_argument("--dsn", default=os.environ.get("DNA_BENCH_DSN"),
                     help="a server to use (the role needs CREATEDB; databases dna_bench_scale_<n> are rewritten)")
@@ -1466,6 +1466,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the databases (and the embedded server's folder)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     if args.quick:
         args.docs, args.live, args.single = "20000", min(args.live, 2000), min(args.single, 100)
     sizes = sorted({int(x.replace("_", "")) for x in args.docs.split(",") if x.strip()})

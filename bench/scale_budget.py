@@ -50,9 +50,11 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--grid", default="20000/200,20000/400,10000/200,40000/200")
-    ap.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("--dataset", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale-budget.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     root = Path(args.dataset)
     ids = {line.split("\t")[0] for line in (root / "qrels" / f"{args.split}.tsv").read_text().splitlines()[1:]}
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]

@@ -24,9 +24,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--sqlite-queries", type=int, default=30)
-    ap.add_argument("--dataset", default=str(scale.REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("--dataset", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--out", default=str(scale.REPO / "bench" / "results" / "scale-peers-1m.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     real, queries, qrels, _ = scale.load_dataset(Path(args.dataset), "test")
     qids = list(queries)
     from pydna.embeddings import OnnxEmbeddingProvider

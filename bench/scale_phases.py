@@ -106,9 +106,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--budget", type=int, default=20000)
     ap.add_argument("--candidates", type=int, default=200)
-    ap.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("--dataset", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scale-phases.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     root = Path(args.dataset)
     ids = {line.split("\t")[0] for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]}
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]

@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     import pydna
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--dsn", default=os.environ.get("DNA_BENCH_DSN"))
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--split", default="test")
@@ -138,6 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--out", default=str(HERE / "results" / "scifact-long.json"))
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     console = Console()
 
     corpus, queries, qrels, hashes = load_dataset(Path(args.dataset), args.split)

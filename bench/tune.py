@@ -41,13 +41,15 @@ from embcache import CachedEmbedder  # noqa: E402
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
+    ap.add_argument("dataset", nargs="?", default=None, help="the BEIR SciFact folder (bench/data_sets.py says where to get it)")
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--split", default="train")
     ap.add_argument("--steps", default="ts_config,bm25,hybrid", help="comma list of ts_config, bm25, hybrid, fusion")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    from data_sets import scifact_dir  # bench/data_sets.py (bench/ is sys.path[0] when run as a script)
+    args.dataset = scifact_dir(args.dataset, ap)
     steps = set(args.steps.split(","))
     if args.split == "test":
         print("refusing to tune on the test split", file=sys.stderr)

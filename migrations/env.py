@@ -2,7 +2,10 @@
 
 The database comes from, in order: a connection handed in by pydna (``config.attributes
 ["connection"]``), ``-x dsn=...``, the ``sqlalchemy.url`` option, or ``DNA_DATABASE_URL``.
-Every run takes a transaction-scoped advisory lock so two concurrent installs serialise.
+Every run takes a transaction-scoped advisory lock so two concurrent installs serialise, then checks
+the server (``pydna.supported.check``: PostgreSQL and pgvector at least the minimum, or nothing runs).
+What the check read is left in ``config.attributes["server"]``; a callable in
+``config.attributes["on_notice"]`` receives every notice the server sends (psycopg's ``Diagnostic``).
 """
 from __future__ import annotations
 
@@ -34,7 +37,14 @@ def _engine():
     # Any libpq connection string (URL or key=value, Unix sockets included) goes to psycopg as is.
     import psycopg
 
-    return create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=pool.NullPool)
+    def connect():
+        conn = psycopg.connect(dsn)
+        on_notice = config.attributes.get("on_notice")
+        if on_notice is not None:
+            conn.add_notice_handler(on_notice)
+        return conn
+
+    return create_engine("postgresql+psycopg://", creator=connect, poolclass=pool.NullPool)
 
 
 def run_offline() -> None:
@@ -49,9 +59,13 @@ def run_offline() -> None:
 
 
 def _run(connection) -> None:
+    from pydna import supported  # online only: --sql stays light
+
     context.configure(connection=connection, version_table=VERSION_TABLE, version_table_schema="public", transaction_per_migration=False)
     with context.begin_transaction():
         connection.execute(text(LOCK_SQL))
+        # Before any revision: a server below the minimum is refused with nothing changed.
+        config.attributes["server"] = supported.check(connection)
         context.run_migrations()
 
 

@@ -14,6 +14,28 @@ from sqlalchemy.sql.elements import TextClause
 _HERE = Path(__file__).resolve().parent
 
 
+def server_version_num() -> int | None:
+    """The ``server_version_num`` of the server a revision runs on (150000 for 15.0), for a revision
+    that branches on it (a statement the server has only from some major on). Online it comes
+    from what the connection learnt when it connected (no statement runs); offline (``--sql``) it is
+    ``-x server_version_num=N`` when given, else None: the script is then rendered for the newest
+    servers (the text every revision was released with)."""
+    from alembic import context, op
+
+    if context.is_offline_mode():
+        given = context.get_x_argument(as_dictionary=True).get("server_version_num")
+        return int(given) if given else None
+    major, minor = op.get_bind().dialect.server_version_info[:2]  # read by the driver at connect time
+    return major * 10000 + minor
+
+
+def below(version_num: int) -> bool:
+    """Whether the migration runs on a server older than ``version_num`` (False offline without
+    ``-x server_version_num``)."""
+    found = server_version_num()
+    return found is not None and found < version_num
+
+
 def sql_dir() -> Path:
     for candidate in (_HERE.parent / "sql", _HERE.parent / "_sql"):
         if candidate.is_dir():

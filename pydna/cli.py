@@ -11,7 +11,9 @@
     dna replay RECEIPT_ID             # re-run a receipt's question: is the answer the same?
     dna memory ...                    # agent memory (pydna.cli_memory)
 
-The database is ``--dsn``, else ``DNA_DATABASE_URL``, else the embedded default server. Errors from
+The database is ``--dsn``, else ``DNA_DATABASE_URL``, else the embedded default server; ``--dsn`` goes
+before the command or after it (``dna --dsn URL db upgrade`` = ``dna db upgrade --dsn URL``; given in
+both places, the one after the command wins). Errors from
 PostgreSQL, an unmigrated database and embedding failures print one red line (with the server's
 hint) and exit 1, never a traceback.
 
@@ -22,6 +24,7 @@ This module only builds the top-level group and mounts the commands; they live i
 """
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any, Optional
 
 import typer
@@ -39,8 +42,47 @@ from pydna.cli_reindex import reindex
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
+#: The options of the top-level group that every sub-command and group accepts too, where a user
+#: types them (``dna db upgrade --dsn …`` as well as ``dna --dsn … db upgrade``).
+GLOBAL_OPTIONS = ("dsn",)
+
+
+def _set_global(ctx: Any, param: Any, value: Any) -> Any:
+    """A sub-command's copy of a global option: a value given there replaces the top-level one."""
+    if value is not None:
+        setattr(ctx.ensure_object(CliState), param.name, value)   # the top-level group's CliState
+    return value
+
+
+def _spread_global_options(group: Any) -> None:
+    """Give every command and group under ``group`` its own copy of each global option of
+    ``group``: the same flag and help, no environment variable (``DNA_DATABASE_URL`` is read once,
+    by the top-level option), not passed to the command's function; it sets ``CliState``."""
+    globals_ = [p for p in group.params if p.name in GLOBAL_OPTIONS]
+
+    def walk(command: Any) -> None:
+        for sub in getattr(command, "commands", {}).values():
+            have = {p.name for p in sub.params}
+            for option in globals_:
+                if option.name not in have:
+                    local = copy.copy(option)
+                    local.envvar, local.show_envvar, local.default = None, False, None
+                    if option.envvar:
+                        local.help = f"{option.help} Also before the command; env var: {option.envvar}."
+                    local.expose_value, local.callback = False, _set_global
+                    sub.params.append(local)
+            walk(sub)
+
+    walk(group)
+
+
 class DnaGroup(TyperGroup):
-    """The top-level group: turns known errors of any sub-command into one red line and exit 1."""
+    """The top-level group: turns known errors of any sub-command into one red line and exit 1,
+    and lets every sub-command take the global options (:data:`GLOBAL_OPTIONS`)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        _spread_global_options(self)
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:

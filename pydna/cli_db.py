@@ -61,7 +61,7 @@ def db_up(ctx: typer.Context) -> None:
             raise CliError(str(exc)) from exc
         embedded = True
     before = _applied_revision(dsn)
-    migrate.upgrade(dsn)
+    _migrate(dsn)
     head = migrate.head()
     if before == head:
         err.print(f"schema dna at revision {head} (up to date)", soft_wrap=True)
@@ -80,22 +80,29 @@ def db_upgrade(
     sql: Annotated[bool, typer.Option(
         "--sql", help="Print the SQL for a DBA to review instead of running it (needs no server).")] = False,
     revision: Annotated[str, typer.Option("--revision", help="Target alembic revision.")] = "head",
+    server_version: Annotated[Optional[str], typer.Option(
+        "--server-version", help="With --sql: the PostgreSQL the script is for (15, 16.4 or 160004); "
+                                 "a revision that branches on the version renders that branch. "
+                                 "Default: the newest servers.", show_default=False)] = None,
 ) -> None:
     """Migrate the database to head, or print the SQL (--sql).
 
-    The alembic revisions are the only source of DDL; --sql needs no server. On the embedded
-    server the migrations run as its superuser, then the application role gets the new tables.
+    The alembic revisions are the only source of DDL; --sql needs no server. Before any revision
+    runs, the server is checked: PostgreSQL 15 to 18 with pgvector 0.8.0 or newer (below that it
+    is refused with the versions found, nothing changed). On the embedded server the migrations
+    run as its superuser, then the application role gets the new tables.
     """
     from pydna import migrate, server
 
     if sql:
         # Offline: alembic renders the SQL for the PostgreSQL dialect; nothing connects or starts.
-        text = migrate.upgrade(cli_state(ctx).dsn or "", revision=revision, sql=True) or ""
+        text = migrate.upgrade(cli_state(ctx).dsn or "", revision=revision, sql=True,
+                               server_version_num=_version_num(server_version)) or ""
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     dsn = server.admin_dsn_for(database_dsn(ctx))
     before = _applied_revision(dsn)
-    migrate.upgrade(dsn, revision=revision)
+    _migrate(dsn, revision=revision)
     after = _applied_revision(dsn)
     if server.is_embedded_dsn(dsn):
         server.ensure_app_role(dsn)
@@ -240,6 +247,33 @@ def vector_index_build(
     for notice in result.notices:
         if "already exists" not in notice:
             stderr().print(Text(notice, style="yellow"), soft_wrap=True)
+
+
+def _version_num(text: str | None) -> int | None:
+    """``15`` → 150000, ``16.4`` → 160004, ``170002`` as it is; None stays None."""
+    if text is None:
+        return None
+    parts = text.strip().split(".")
+    if not all(p.isdigit() for p in parts) or len(parts) > 2:
+        raise typer.BadParameter(f"{text!r}: a PostgreSQL version such as 15, 16.4 or 160004",
+                                 param_hint="--server-version")
+    if len(parts) == 1 and int(parts[0]) >= 10000:
+        return int(parts[0])
+    return int(parts[0]) * 10000 + (int(parts[1]) if len(parts) == 2 else 0)
+
+
+def _migrate(dsn: str, revision: str = "head") -> None:
+    """``migrate.upgrade`` with the revisions' notices on stderr; an unsupported server or a failed
+    revision is one red line (which revision, file, statement, server, hint)."""
+    from pydna import migrate
+    from pydna.supported import UnsupportedServer
+
+    err = stderr()
+    try:
+        migrate.upgrade(dsn, revision=revision,
+                        on_notice=lambda text: err.print(Text(f"note: {text}", style="yellow"), soft_wrap=True))
+    except (UnsupportedServer, migrate.MigrationFailed) as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _applied_revision(dsn: str) -> str | None:

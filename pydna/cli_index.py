@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator
@@ -192,20 +193,48 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
                      snippet=fields["snippet"], format=fields["format"], metadata=metadata), where
 
 
-def _walk(directory: Path) -> list[Path]:
-    """Text files under ``directory``, recursively, sorted: ``*.md``, ``*.markdown``, ``*.txt``, and
-    files without a suffix that look like text (:func:`sniff_text`: ``README``, ``LICENSE``);
-    hidden files and folders are skipped."""
-    found = []
+def _walk(directory: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """The files under ``directory``, recursively, sorted, in three lists: the text files indexed
+    (``*.md``, ``*.markdown``, ``*.txt``, and files without a suffix that look like text,
+    :func:`sniff_text`: ``README``, ``LICENSE``); the JSONL files (read as records only when named:
+    a dataset folder holds queries and judgements beside its corpus); every other file (another
+    suffix, or no suffix and not text). Hidden files and folders are left out of all three."""
+    found, jsonl, other = [], [], []
     for p in directory.rglob("*"):
         rel = p.relative_to(directory)
         if any(part.startswith(".") for part in rel.parts):
             continue
         if not p.is_file():
             continue
-        if p.suffix.lower() in TEXT_SUFFIXES or (not p.suffix and sniff_text(p)):
+        suffix = p.suffix.lower()
+        if suffix in TEXT_SUFFIXES or (not p.suffix and sniff_text(p)):
             found.append(p)
-    return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+        elif suffix in JSONL_SUFFIXES:
+            jsonl.append(p)
+        else:
+            other.append(p)
+
+    def order(paths: list[Path]) -> list[Path]:
+        return sorted(paths, key=lambda p: p.relative_to(directory).as_posix())
+    return order(found), order(jsonl), order(other)
+
+
+def index_command(paths: list[Path], scope: str | None, kind: str = "Doc", tenant: str = "",
+                  name_prefix: str = "") -> str:
+    """The ``dna index`` command line that indexes ``paths`` with the same scope, kind, tenant and
+    name prefix (shell-quoted), for a message to copy from."""
+    words = ["dna", "index", *(str(p) for p in paths), "--scope", scope or "SCOPE"]
+    if kind != "Doc":
+        words += ["--kind", kind]
+    if tenant:
+        words += ["--tenant", tenant]
+    if name_prefix:
+        words += ["--name-prefix", name_prefix]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+#: Files of other types named in a warning, at most (``--json`` lists them all).
+OTHER_SHOWN = 5
 
 
 @dataclass
@@ -223,7 +252,8 @@ class IndexInputs:
     keys: list[tuple[str, str, str, str]] = field(default_factory=list)
     count: int = 0
     stats: dict[str, Any] = field(default_factory=lambda: {
-        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": [], "skipped_bad": []})
+        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": [], "skipped_bad": [],
+        "skipped_jsonl": [], "skipped_other": []})
 
     def records(self) -> Iterator["Record"]:
         """The records, in input order (a file emptied or spoiled since the check is skipped)."""
@@ -248,16 +278,22 @@ def _warn_bad(exc: BadFile) -> None:
     stderr().print(Text(f"skipped {exc.path}: {exc.reason}", style="yellow"), soft_wrap=True)
 
 
-def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str = "") -> IndexInputs:
+def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str = "",
+                    scope: str | None = None) -> IndexInputs:
     """Read and check every input before anything is written; returns the ``IndexInputs`` to
     stream (``.records()``, ``.count``, ``.stats``). A file that is not text (not UTF-8, a NUL
     byte, unreadable) is skipped with a warning naming it (``stats["skipped_bad"]``), an empty file
-    found in a directory too (``stats["skipped_empty"]``). Raises ``CliError`` for a missing path, an
-    invalid JSONL line (with its line number), an empty named file, a document above the server's
-    size limit, two inputs with the same (kind, name, tenant), or nothing left to index."""
+    found in a directory too (``stats["skipped_empty"]``). In a directory, a JSONL file is not read
+    (its records are indexed when the file is named): a warning names it with the command that
+    indexes it (``stats["skipped_jsonl"]``, ``scope`` goes in that command), unless it is named too;
+    files of other types are named in one warning (``stats["skipped_other"]``). Raises ``CliError``
+    for a missing path, an invalid JSONL line (with its line number), an empty named file, a
+    document above the server's size limit, two inputs with the same (kind, name, tenant), or
+    nothing left to index."""
     inputs = IndexInputs(kind, tenant, name_prefix)
     stats = inputs.stats
     seen: dict[tuple[str, str, str], str] = {}
+    named = {p.resolve() for p in paths if p.is_file()}
 
     def check(record: "Record", where: str, source: Path) -> None:
         size = len(record.body.encode("utf-8")) + len((record.title or "").encode("utf-8"))
@@ -277,14 +313,33 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
         _warn_bad(exc)
         stats["skipped_bad"].append({"path": str(exc.path), "reason": exc.reason})
 
+    def skipped_elsewhere(directory: Path, jsonl: list[Path], other: list[Path]) -> None:
+        err = stderr()
+        for f in jsonl:
+            command = index_command([f], scope, kind, tenant, name_prefix)
+            stats["skipped_jsonl"].append({"path": str(f), "command": command})
+            err.print(Text(f"skipped {f}: a JSONL file in a directory is not read (its records are indexed when the "
+                           f"file is named); to index them: {command}", style="yellow"), soft_wrap=True)
+        if other:
+            reason = f"not a text file ({', '.join('*' + s for s in TEXT_SUFFIXES)}, or text without a suffix)"
+            stats["skipped_other"] += [{"path": str(f), "reason": reason} for f in other]
+            shown = ", ".join(str(f.relative_to(directory)) for f in other[:OTHER_SHOWN])
+            more = f" and {len(other) - OTHER_SHOWN} more (--json lists them)" if len(other) > OTHER_SHOWN else ""
+            err.print(Text(f"skipped {len(other)} file{'s' if len(other) != 1 else ''} in {directory}, {reason}: "
+                           f"{shown}{more}; name a file to index it as text", style="yellow"), soft_wrap=True)
+
     for path in paths:
         if not path.exists():
             raise CliError(f"{path}: no such file or directory")
         if path.is_dir():
-            files = _walk(path)
+            files, jsonl, other = _walk(path)
+            jsonl = [f for f in jsonl if f.resolve() not in named]
             if not files:
+                hint = (f"; its JSONL files are indexed when named: {index_command(jsonl, scope, kind, tenant, name_prefix)}"
+                        if jsonl else "")
                 raise CliError(f"{path}: no text files in this directory ({', '.join('*' + s for s in TEXT_SUFFIXES)}, "
-                               f"or without a suffix)")
+                               f"or without a suffix){hint}")
+            skipped_elsewhere(path, jsonl, other)
             found = 0
             bad_before = len(stats["skipped_bad"])
             for f in files:
@@ -328,10 +383,23 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
         else:
             raise CliError(f"{path}: not a regular file or directory")
     if not inputs.count:
-        skipped = len(stats["skipped_bad"]) + len(stats["skipped_empty"])
-        raise CliError(f"nothing to index: {skipped} file{'s' if skipped != 1 else ''} skipped "
-                       f"({len(stats['skipped_bad'])} not text, {len(stats['skipped_empty'])} empty)")
+        skipped = sum(len(stats[k]) for k in SKIPPED)
+        raise CliError(f"nothing to index: {skipped} file{'s' if skipped != 1 else ''} skipped ({skipped_counts(stats)})")
     return inputs
+
+
+#: The lists of skipped files in ``IndexInputs.stats``, in the order the summary counts them.
+SKIPPED = ("skipped_bad", "skipped_empty", "skipped_jsonl", "skipped_other")
+
+
+def skipped_counts(stats: dict[str, Any]) -> str:
+    """``1 not text, 0 empty`` (+ ``, 1 JSONL, 2 other`` when there are such): why files were skipped."""
+    text = f"{len(stats['skipped_bad'])} not text, {len(stats['skipped_empty'])} empty"
+    if stats["skipped_jsonl"]:
+        text += f", {len(stats['skipped_jsonl'])} JSONL not named"
+    if stats["skipped_other"]:
+        text += f", {len(stats['skipped_other'])} of other types"
+    return text
 
 
 def _progress_bar() -> "Progress":
@@ -347,7 +415,8 @@ def index(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(
         help="Markdown/text files, directories (recursive over *.md, *.markdown, *.txt and text files "
-             "without a suffix, e.g. README) and JSONL files (one record per line: name or _id; body or "
+             "without a suffix, e.g. README; the JSONL and other files in them are named in a warning, "
+             "not read) and JSONL files named here (one record per line: name or _id; body or "
              "text and/or title; optional kind, tenant, snippet, format).",
         show_default=False)],
     scope: Annotated[str, typer.Option("--scope", "-s", help="Scope to index into.")],
@@ -384,7 +453,7 @@ def index(
     """
     from pydna import maintenance
 
-    inputs = collect_records(paths, kind, tenant, name_prefix)
+    inputs = collect_records(paths, kind, tenant, name_prefix, scope=scope)
     stats = inputs.stats
     client, choice = open_client(ctx, embedder, scope=scope)
     written = 0
@@ -426,6 +495,7 @@ def index(
         "inserted": report.inserted, "updated": report.updated, "embedded": report.embedded,
         "unchanged": report.unchanged, "embedded_texts": report.embedded_texts,
         "tables": sorted(report.tables), "skipped_empty": stats["skipped_empty"], "skipped_bad": skipped_bad,
+        "skipped_jsonl": stats["skipped_jsonl"], "skipped_other": stats["skipped_other"],
         "compaction": compaction,
     }
     summary["passages"], summary["passages_deleted"] = report.passages, report.passages_deleted
@@ -449,10 +519,10 @@ def index(
                   f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
         out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",
                   soft_wrap=True)
-        skipped = len(skipped_bad) + len(stats["skipped_empty"])
+        skipped = sum(len(stats[k]) for k in SKIPPED)
         if skipped:
-            out.print(f"  skipped {skipped} file{'s' if skipped != 1 else ''}: {len(skipped_bad)} not text, "
-                      f"{len(stats['skipped_empty'])} empty (named above)", soft_wrap=True)
+            out.print(f"  skipped {skipped} file{'s' if skipped != 1 else ''}: {skipped_counts(stats)} (named above)",
+                      soft_wrap=True)
         if compaction is not None:
             for line in maintenance.compaction_lines(compaction):
                 out.print(f"  BM25 compacted: {escape(line)}", soft_wrap=True)

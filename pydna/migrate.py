@@ -2,10 +2,19 @@
 
 ``upgrade(dsn)`` migrates a database to head; ``upgrade(dsn, sql=True)`` returns the SQL instead
 of running it, for a DBA to review; ``current(dsn)`` reads the applied revision.
+
+Before any revision runs, the server is checked (``pydna.supported``: PostgreSQL 15+ with pgvector
+0.8.0+; ``UnsupportedServer`` otherwise, nothing changed). A revision that fails raises
+:class:`MigrationFailed`, which names the revision, the file (or the revision's own text) and the
+statement, the server's versions and a hint; the original error is its ``__cause__``, and the whole
+upgrade has rolled back (one transaction).
 """
 from __future__ import annotations
 
 import io
+import re
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
@@ -37,16 +46,198 @@ def head() -> str:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-def upgrade(dsn: str, revision: str = "head", sql: bool = False) -> str | None:
-    """Migrate ``dsn`` up to ``revision``; with ``sql=True`` return the SQL and run nothing."""
+def upgrade(dsn: str, revision: str = "head", sql: bool = False, on_notice=None,
+            server_version_num: int | None = None) -> str | None:
+    """Migrate ``dsn`` up to ``revision``; with ``sql=True`` return the SQL and run nothing
+    (rendered for ``server_version_num`` where a revision branches on it, else for the newest
+    servers). ``on_notice(text)`` receives each notice the revisions raise themselves (RAISE
+    NOTICE; the server's own "…, skipping" notes are not passed on)."""
     cfg = alembic_config(dsn)
     if sql:
+        if server_version_num is not None:
+            from argparse import Namespace
+
+            cfg.cmd_opts = Namespace(x=[f"server_version_num={int(server_version_num)}"])
         buf = io.StringIO()
         cfg.output_buffer = buf
         command.upgrade(cfg, revision, sql=True)
         return buf.getvalue()
-    command.upgrade(cfg, revision)
+    if on_notice is not None:
+        cfg.attributes["on_notice"] = lambda diag: on_notice(diag.message_primary) if _raised(diag) else None
+    try:
+        command.upgrade(cfg, revision)
+    except Exception as exc:
+        failure = MigrationFailed.of(exc, cfg.attributes.get("server"))
+        if failure is None:
+            raise
+        raise failure from exc
     return None
+
+
+def _raised(diag) -> bool:
+    """A notice a revision's own PL/pgSQL raised (not the server's "already exists, skipping")."""
+    return "at RAISE" in (diag.context or "")
+
+
+@dataclass
+class MigrationFailed(RuntimeError):
+    """A revision failed; the upgrade rolled back. ``str()`` is one line for an operator."""
+
+    revision: str | None
+    source: str | None
+    statement: str | None
+    server: str | None
+    message: str
+    sqlstate: str | None
+    hint: str | None
+
+    def __post_init__(self):
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"revision {self.revision or '(unknown)'}"
+        if self.source:
+            where += f", {self.source}"
+        parts = [f"{where} failed on {self.server or 'the server'}: {self.message}"
+                 + (f" (SQLSTATE {self.sqlstate})" if self.sqlstate else "")]
+        if self.statement:
+            parts.append(f"statement: {self.statement}")
+        parts.append(f"hint: {self.hint}")
+        parts.append("nothing was changed (the upgrade is one transaction)")
+        return "; ".join(parts)
+
+    @classmethod
+    def of(cls, exc: BaseException, server=None) -> "MigrationFailed | None":
+        """The report of a failed migration, or None for an error that is not a database error of a
+        revision (a connection refused, an unsupported server: reported as they are)."""
+        from pydna.supported import UnsupportedServer
+
+        if isinstance(exc, UnsupportedServer):
+            return None
+        pg = _pg_error(exc)
+        revision, module_file = _failing_revision(exc)
+        if pg is None or revision is None:
+            return None
+        diag = pg.diag
+        executed = getattr(exc, "statement", None)
+        if executed:
+            executed = executed.replace("%%", "%")  # as SQLAlchemy escaped it for the driver
+        sqlstate = pg.sqlstate
+        hint = diag.message_hint or _hint(sqlstate)
+        return cls(revision=revision, source=_source(executed, revision, module_file),
+                   statement=_statement(executed, diag), server=server.describe() if server else None,
+                   message=" ".join((diag.message_primary or str(pg)).split()), sqlstate=sqlstate,
+                   hint=" ".join(hint.split()).rstrip("."))
+
+
+def _pg_error(exc: BaseException):
+    import psycopg
+
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, psycopg.Error):
+            return e
+        todo.extend([getattr(e, "orig", None), e.__cause__, e.__context__])
+    return None
+
+
+def _failing_revision(exc: BaseException) -> tuple[str | None, Path | None]:
+    """The revision whose ``upgrade``/``downgrade`` was running: the innermost traceback frame in a
+    revision file (``versions/*.py``)."""
+    found: tuple[str | None, Path | None] = (None, None)
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        path = Path(frame.f_code.co_filename)
+        if path.parent.name == "versions" and isinstance(frame.f_globals.get("revision"), str):
+            found = (frame.f_globals["revision"], path)
+        tb = tb.tb_next
+    return found
+
+
+def _unwrapped(statement: str) -> str:
+    body = statement.removeprefix("SET LOCAL check_function_bodies = off;\n")
+    return body.removesuffix("\nSET LOCAL check_function_bodies = on;\n")
+
+
+def _source(executed: str | None, revision: str, module_file: Path | None) -> str | None:
+    """The file the failing statement was read from (``versions/<rev>/<file>``, ``sql/<file>``), or
+    the revision's own module when it is none of them."""
+    if not executed:
+        return None
+    body = _unwrapped(executed).strip()
+    versions = migrations_dir() / "versions"
+    candidates = sorted((versions / revision).rglob("*.sql")) + sorted(_sql_dir().glob("*.sql")) + \
+        sorted(versions.glob("*/*.sql"))
+    for path in candidates:
+        text = path.read_text(encoding="utf-8")
+        if body and (body == text.strip() or body in text):
+            return _shown(path)
+    return _shown(module_file) if module_file else None
+
+
+def _sql_dir() -> Path:
+    sys.path.insert(0, str(migrations_dir()))
+    try:
+        from sql_files import sql_dir
+    finally:
+        sys.path.pop(0)
+    return sql_dir()
+
+
+def _shown(path: Path) -> str:
+    root = migrations_dir().parent
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _statement(executed: str | None, diag) -> str | None:
+    """The failing statement, shortened: the inner SQL of a PL/pgSQL error (its context), else the
+    line at the error's position, else the statement's first line of code."""
+    context = diag.context or ""
+    inner = re.search(r'SQL statement "(.+?)"\s*(?:\n|$)', context, re.S)
+    if inner:
+        return _short(inner.group(1))
+    if not executed:
+        return None
+    block = re.match(r"PL/pgSQL function inline_code_block line (\d+) at (.+)", context)
+    body = executed.split("$$", 1)[1].splitlines() if block and "$$" in executed else []
+    if block and int(block.group(1)) <= len(body):
+        # A DO block's own statement (RAISE, …): line N of the block's body (line 1 follows "$$").
+        return _short(f"DO block line {block.group(1)}: {body[int(block.group(1)) - 1]}")
+    if context:
+        return _short(context.splitlines()[0])  # inside a function the revision called
+    text = executed
+    position = getattr(diag, "statement_position", None)
+    if position and str(position).isdigit() and 0 < int(position) <= len(text):
+        start = text.rfind("\n", 0, int(position) - 1) + 1
+        end = text.find("\n", int(position) - 1)
+        return _short(text[start:end if end >= 0 else None])
+    for line in _unwrapped(text).splitlines():
+        if line.strip() and not line.strip().startswith("--"):
+            return _short(line)
+    return None
+
+
+def _short(text: str, limit: int = 200) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _hint(sqlstate: str | None) -> str:
+    if sqlstate == "42501":
+        return ("the installing role needs to own the database (or have CREATE on it), CREATEROLE or a "
+                "dna_redactor made by an administrator (CREATE ROLE dna_redactor NOLOGIN), and pgvector "
+                "created by an administrator (CREATE EXTENSION vector); docs/operations.md, \"Installed by "
+                "a database owner\"")
+    return ("pydna supports PostgreSQL 15 to 18 with pgvector 0.8.0 or newer; `dna db upgrade --sql` prints "
+            "the script for review; report the revision, the statement and the server version")
 
 
 def downgrade(dsn: str, revision: str) -> None:

@@ -125,7 +125,9 @@ BEGIN
     RETURNING * INTO cur;
 
     -- A new regconfig re-tokenizes the scope's documents (the tsvector is generated from ts_config;
-    -- the BM25 trigger rebuilds their postings and statistics).
+    -- the BM25 trigger rebuilds their postings and statistics). valid_at is not touched, so the
+    -- valid_at row trigger stands aside (dna.mirror_valid_at).
+    PERFORM dna.mirror_valid_at(true);
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('UPDATE dna.%I AS t SET ts_config = $2 WHERE t.scope = $1 AND t.ts_config <> $2',
                        'dna_search_docs_' || w)
@@ -133,6 +135,7 @@ BEGIN
         GET DIAGNOSTICS n = ROW_COUNT;
         retokenized := retokenized + n;
     END LOOP;
+    PERFORM dna.mirror_valid_at(false);
 
     RETURN jsonb_build_object('scope', scope, 'ts_config', cur.ts_config::text,
                               'bm25_k1', coalesce(cur.bm25_k1, 1.2), 'bm25_b', coalesce(cur.bm25_b, 0.4),
@@ -267,6 +270,7 @@ CREATE OR REPLACE FUNCTION dna.bm25(
     personal boolean DEFAULT false, exact boolean DEFAULT false, budget integer DEFAULT NULL)
 RETURNS SETOF dna.bm25_hit
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -336,6 +340,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_explain(scope text, query text, model_id tex
                                             budget integer DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

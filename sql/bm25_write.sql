@@ -21,6 +21,12 @@
 -- SHARED mode (to commit). dna.bm25_compact takes it EXCLUSIVE with pg_try_advisory_xact_lock and
 -- never waits for a row lock (memtable documents are claimed FOR UPDATE SKIP LOCKED), so
 -- compaction never joins a deadlock cycle; if writers hold the lock it retries, then reports busy.
+-- A segment's seg_id is unique within its partition (dna.bm25_next_seg), from no sequence.
+--
+-- Who writes it: the statement triggers of every dna_search_docs_<N> (dna.bm25_sync), whoever writes
+-- the rows — a verb or a plain INSERT / UPDATE / DELETE — so the index cannot drift from the rows. On
+-- Citus they fire on the shard and write the co-located index tables there: everything a partition's
+-- writers and its compaction (sql/bm25_compact.sql) do happens on the node that holds it.
 --
 -- Research and figures: ../shared/research/bm25-at-scale.md (design B); bench/scale.py.
 
@@ -81,6 +87,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_build_segment(scope text, model_id text, ten
                                                   source_segs integer[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -164,6 +171,45 @@ COMMENT ON FUNCTION dna.bm25_build_segment(text, text, text, integer, integer, t
 'work_mem raised to maintenance_work_mem for the statement when that is larger, as an index build is). '
 'Returns the number of chunk rows.';
 
+CREATE OR REPLACE FUNCTION dna.bm25_doc_ranges(doc_ids bigint[])
+RETURNS TABLE (lo bigint, hi bigint)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    d bigint;
+BEGIN
+    -- A packed posting holds doc_id - base_doc_id in 33 bits, so a segment's documents span less
+    -- than 2^33 doc_ids. One server's doc_ids come from one sequence, so that is one range unless
+    -- billions of ids lie between a partition's documents; on Citus each node draws doc_ids from
+    -- its own range of the sequence (2^48 apart: the coordinator for a verb run there, the worker
+    -- for a delegated one), so one scope's documents can need a segment per node.
+    SELECT min(x), max(x) INTO lo, hi FROM unnest(doc_ids) AS x;
+    IF lo IS NULL THEN
+        RETURN;
+    END IF;
+    IF hi - lo < 8589934592 THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    lo := NULL;
+    FOR d IN SELECT x FROM unnest(doc_ids) AS x ORDER BY x LOOP
+        IF lo IS NULL THEN
+            lo := d;
+        ELSIF d - lo >= 8589934592 THEN
+            RETURN NEXT;                                 -- (lo, hi): the run so far
+            lo := d;
+        END IF;
+        hi := d;
+    END LOOP;
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_doc_ranges(bigint[]) IS
+'Internal (segment builds): doc_ids cut into runs (lo, hi), ascending, each spanning less than 2^33 (the '
+'doc_id offset of a packed posting), greedily from the smallest: one row when they fit one segment, no row '
+'for an empty array.';
+
 CREATE OR REPLACE FUNCTION dna.bm25_segment_level(n_docs bigint)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -174,19 +220,54 @@ COMMENT ON FUNCTION dna.bm25_segment_level(bigint) IS
 '(8k-64k: 1, 64k-512k: 2, …). dna.bm25_compact merges a level once it holds 8 segments.';
 
 -- ---------------------------------------------------------------------------------------------
--- Write path (statement-level triggers with transition tables)
+-- Write path (statement-level triggers; on Citus they fire on the shard, next to the index)
 -- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.bm25_next_seg(scope text, model_id text, tenant text)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    part integer := hashtext('dna.bm25.seg:' || scope || chr(31) || model_id || chr(31) || tenant);
+    seg integer;
+BEGIN
+    -- A seg_id is unique within its partition, which lives on one node (Citus: one shard), so it
+    -- needs no sequence (a coordinator-only object on Citus, D7). The next one after the
+    -- partition's last, claimed by a transaction-level advisory lock (pg_try_…: never waits), so
+    -- two writers building segments of one partition at once take different ids; the existence
+    -- check, a statement of its own, sees a segment committed since the max() was read.
+    SELECT coalesce(max(s.seg_id), 0) + 1 INTO seg FROM dna.dna_bm25_segments AS s
+    WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant;
+    LOOP
+        IF pg_try_advisory_xact_lock(part, seg) AND NOT EXISTS (
+               SELECT 1 FROM dna.dna_bm25_segments AS s
+               WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = seg) THEN
+            RETURN seg;
+        END IF;
+        seg := seg + 1;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_next_seg(text, text, text) IS
+'Internal (bulk statements, dna.bm25_seal, dna.bm25_merge): the seg_id of a new segment of the partition '
+'(scope, model_id, tenant): the partition''s highest + 1, or the next one not claimed by a transaction in '
+'progress (pg_try_advisory_xact_lock(hashtext(partition), seg_id), held to commit). Increasing within a '
+'partition, as the sequence it replaces (0019) was; no sequence, so it runs on the node that holds the '
+'partition (Citus).';
 
 CREATE OR REPLACE FUNCTION dna.bm25_add_docs(scope text, model_id text, tenant text, doc_ids bigint[],
                                              seg_id integer)
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
     cfg record;
 BEGIN
-    -- The documents' dna_bm25_docs and dna_bm25_forward rows exist (written by dna.bm25_sync).
+    -- The documents' dna_bm25_docs and dna_bm25_forward rows exist (written by dna.bm25_index_docs).
     IF seg_id IS NULL THEN                               -- into the memtable
         INSERT INTO dna.dna_bm25_postings (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind)
         SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, u.tf, f.doc_len, f.kind
@@ -212,12 +293,54 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_add_docs(text, text, text, bigint[], integer) IS
-'Internal (dna.bm25_sync): indexes documents whose dna_bm25_docs/forward rows are written: into the '
+'Internal (dna.bm25_index_docs, dna.reconcile): indexes documents whose dna_bm25_docs/forward rows are written: into the '
 'memtable (seg_id NULL) or as the new level-0 segment seg_id (a bulk statement).';
+
+CREATE OR REPLACE FUNCTION dna.bm25_index_docs(scope text, model_id text, tenant text, doc_ids bigint[],
+                                               kinds text[], lens integer[], terms jsonb[])
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    seg integer;
+    r record;
+BEGIN
+    -- One partition's added documents (parallel arrays: doc_id, Kind, length, terms from the
+    -- stored tsvector), one statement per table: forward rows, document rows, then the postings
+    -- (memtable) or, from dna.bm25_bulk_threshold() documents on, a level-0 segment of their own
+    -- (one per range of dna.bm25_doc_ranges).
+    INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
+    SELECT scope, model_id, tenant, u.doc_id, u.kind, u.len, u.terms
+    FROM unnest(doc_ids, kinds, lens, terms) AS u (doc_id, kind, len, terms);
+    IF cardinality(doc_ids) < dna.bm25_bulk_threshold() THEN
+        INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
+        SELECT scope, model_id, tenant, u.doc_id, NULL, u.kind, u.len
+        FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len);
+        PERFORM dna.bm25_add_docs(scope, model_id, tenant, doc_ids, NULL);
+        RETURN;
+    END IF;
+    FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(doc_ids) AS x LOOP
+        seg := dna.bm25_next_seg(scope, model_id, tenant);
+        INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
+        SELECT scope, model_id, tenant, u.doc_id, seg, u.kind, u.len
+        FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len) WHERE u.doc_id BETWEEN r.lo AND r.hi;
+        PERFORM dna.bm25_add_docs(scope, model_id, tenant,
+                                  ARRAY(SELECT i FROM unnest(doc_ids) AS i WHERE i BETWEEN r.lo AND r.hi), seg);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_index_docs(text, text, text, bigint[], text[], integer[], jsonb[]) IS
+'Internal (dna.bm25_sync): adds documents of one partition to the lexical index from parallel arrays '
+'(doc_ids, kinds, lens = token positions, terms = jsonb lexeme → tf as text): their forward and document '
+'rows, then memtable postings, or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
+'dna.bm25_doc_ranges) when there are dna.bm25_bulk_threshold() or more.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 BEGIN
@@ -254,61 +377,65 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_remove_docs(text, text, text, bigint[]) IS
-'Internal (dna.bm25_sync): removes documents from the lexical index: memtable postings are deleted, '
+'Internal (dna.bm25_sync, dna.reconcile): removes documents from the lexical index: memtable postings are deleted, '
 'sealed documents get a tombstone (and tombstone terms, so df stays exact) until a merge. Takes the '
 'partition''s advisory lock in shared mode until commit.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_sync()
 RETURNS trigger
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 DECLARE
-    r record;
-    changed text := '';
+    p record;
 BEGIN
     -- Statement trigger with transition tables (new_rows / old_rows) on every dna_search_docs_<N>:
-    -- one pass per statement however many rows it wrote. An UPDATE that leaves a document's
-    -- lexical identity (doc_id, scope, model_id, tenant, kind, tsv) as it was changes nothing here.
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        IF TG_OP = 'UPDATE' THEN
-            changed := ' WHERE NOT EXISTS (SELECT 1 FROM new_rows AS n WHERE n.doc_id = o.doc_id AND n.scope = o.scope
-                           AND n.model_id = o.model_id AND n.tenant = o.tenant AND n.kind = o.kind AND n.tsv = o.tsv)';
-        END IF;
-        FOR r IN EXECUTE 'SELECT o.scope, o.model_id, o.tenant, array_agg(o.doc_id ORDER BY o.doc_id) AS ids
-                          FROM old_rows AS o' || changed || '
-                          GROUP BY o.scope, o.model_id, o.tenant ORDER BY 1, 2, 3' LOOP
-            PERFORM dna.bm25_remove_docs(r.scope, r.model_id, r.tenant, r.ids);
+    -- one pass per statement however many rows it wrote, nothing when it wrote none (the other
+    -- event of an INSERT … ON CONFLICT DO UPDATE). An UPDATE that leaves a document's lexical
+    -- identity (doc_id, scope, model_id, tenant, kind, tsv) as it was changes nothing here.
+    -- The transition tables are read only by statements that read no other table, into arrays per
+    -- partition; the index is written from those by statements that each filter one scope. On
+    -- Citus this trigger fires on the shard, whose co-located index tables it writes locally, and a
+    -- statement naming a Citus table is planned by Citus, which does not pass a transition table
+    -- on to its plan (citus-probe-3 D8).
+    IF TG_OP = 'DELETE' THEN
+        FOR p IN SELECT o.scope, o.model_id, o.tenant, array_agg(o.doc_id ORDER BY o.doc_id) AS ids
+                 FROM old_rows AS o GROUP BY o.scope, o.model_id, o.tenant ORDER BY 1, 2, 3 LOOP
+            PERFORM dna.bm25_remove_docs(p.scope, p.model_id, p.tenant, p.ids);
         END LOOP;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        IF TG_OP = 'UPDATE' THEN
-            changed := ' WHERE NOT EXISTS (SELECT 1 FROM old_rows AS o WHERE o.doc_id = n.doc_id AND o.scope = n.scope
-                           AND o.model_id = n.model_id AND o.tenant = n.tenant AND o.kind = n.kind AND o.tsv = n.tsv)';
-        END IF;
+    ELSIF TG_OP = 'UPDATE' THEN
+        FOR p IN SELECT o.scope, o.model_id, o.tenant, array_agg(o.doc_id ORDER BY o.doc_id) AS ids
+                 FROM old_rows AS o
+                 WHERE NOT EXISTS (SELECT 1 FROM new_rows AS n WHERE n.doc_id = o.doc_id AND n.scope = o.scope
+                                     AND n.model_id = o.model_id AND n.tenant = o.tenant AND n.kind = o.kind AND n.tsv = o.tsv)
+                 GROUP BY o.scope, o.model_id, o.tenant ORDER BY 1, 2, 3 LOOP
+            PERFORM dna.bm25_remove_docs(p.scope, p.model_id, p.tenant, p.ids);
+        END LOOP;
         -- Tokenized once: the stored tsvector becomes the forward row; postings come from it.
-        FOR r IN EXECUTE 'WITH added AS MATERIALIZED (
-                              SELECT n.scope, n.model_id, n.tenant, n.doc_id, n.kind, n.tsv FROM new_rows AS n' || changed || '),
-                          parts AS (
-                              SELECT a.scope, a.model_id, a.tenant, array_agg(a.doc_id ORDER BY a.doc_id) AS ids,
-                                     CASE WHEN count(*) >= dna.bm25_bulk_threshold()
-                                          THEN nextval(''dna.dna_bm25_seg_id_seq'')::integer END AS seg_id
-                              FROM added AS a GROUP BY a.scope, a.model_id, a.tenant),
-                          fwd AS (
-                              INSERT INTO dna.dna_bm25_forward (scope, model_id, tenant, doc_id, kind, doc_len, terms)
-                              SELECT a.scope, a.model_id, a.tenant, a.doc_id, a.kind, v.len, v.terms
-                              FROM added AS a,
-                                   LATERAL (SELECT coalesce(jsonb_object(array_agg(u.lexeme),
-                                                                         array_agg(coalesce(cardinality(u.positions), 1)::text)), ''{}'') AS terms,
-                                                   coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
-                                            FROM unnest(a.tsv) AS u) AS v
-                              RETURNING doc_id, doc_len),
-                          docs AS (
-                              INSERT INTO dna.dna_bm25_docs (scope, model_id, tenant, doc_id, seg_id, kind, doc_len)
-                              SELECT a.scope, a.model_id, a.tenant, a.doc_id, p.seg_id, a.kind, f.doc_len
-                              FROM added AS a JOIN fwd AS f ON f.doc_id = a.doc_id
-                              JOIN parts AS p ON p.scope = a.scope AND p.model_id = a.model_id AND p.tenant = a.tenant)
-                          SELECT p.scope, p.model_id, p.tenant, p.ids, p.seg_id FROM parts AS p ORDER BY 1, 2, 3' LOOP
-            PERFORM dna.bm25_add_docs(r.scope, r.model_id, r.tenant, r.ids, r.seg_id);
+        FOR p IN SELECT n.scope, n.model_id, n.tenant, array_agg(n.doc_id ORDER BY n.doc_id) AS ids,
+                        array_agg(n.kind ORDER BY n.doc_id) AS kinds, array_agg(v.len ORDER BY n.doc_id) AS lens,
+                        array_agg(v.terms ORDER BY n.doc_id) AS terms
+                 FROM new_rows AS n,
+                      LATERAL (SELECT coalesce(jsonb_object(array_agg(u.lexeme), array_agg(coalesce(cardinality(u.positions), 1)::text)),
+                                               '{}') AS terms,
+                                      coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
+                               FROM unnest(n.tsv) AS u) AS v
+                 WHERE NOT EXISTS (SELECT 1 FROM old_rows AS o WHERE o.doc_id = n.doc_id AND o.scope = n.scope
+                                     AND o.model_id = n.model_id AND o.tenant = n.tenant AND o.kind = n.kind AND o.tsv = n.tsv)
+                 GROUP BY n.scope, n.model_id, n.tenant ORDER BY 1, 2, 3 LOOP
+            PERFORM dna.bm25_index_docs(p.scope, p.model_id, p.tenant, p.ids, p.kinds, p.lens, p.terms);
+        END LOOP;
+    ELSE
+        FOR p IN SELECT n.scope, n.model_id, n.tenant, array_agg(n.doc_id ORDER BY n.doc_id) AS ids,
+                        array_agg(n.kind ORDER BY n.doc_id) AS kinds, array_agg(v.len ORDER BY n.doc_id) AS lens,
+                        array_agg(v.terms ORDER BY n.doc_id) AS terms
+                 FROM new_rows AS n,
+                      LATERAL (SELECT coalesce(jsonb_object(array_agg(u.lexeme), array_agg(coalesce(cardinality(u.positions), 1)::text)),
+                                               '{}') AS terms,
+                                      coalesce(sum(coalesce(cardinality(u.positions), 1)), 0)::integer AS len
+                               FROM unnest(n.tsv) AS u) AS v
+                 GROUP BY n.scope, n.model_id, n.tenant ORDER BY 1, 2, 3 LOOP
+            PERFORM dna.bm25_index_docs(p.scope, p.model_id, p.tenant, p.ids, p.kinds, p.lens, p.terms);
         END LOOP;
     END IF;
     RETURN NULL;
@@ -317,10 +444,13 @@ $$;
 
 COMMENT ON FUNCTION dna.bm25_sync() IS
 'Statement trigger (AFTER INSERT / UPDATE / DELETE, transition tables new_rows / old_rows) on every '
-'dna_search_docs_<width> table: keeps the BM25 index equal to the stored tsvectors. Added documents get '
-'their forward row and memtable postings, or, when one statement adds dna.bm25_bulk_threshold() or more '
-'to a partition, a level-0 segment of their own; removed ones are deleted from the memtable or '
-'tombstoned. Writers never update a shared row.';
+'dna_search_docs_<width> table: keeps the BM25 index equal to the stored tsvectors, whoever writes the rows '
+'(the verbs, or plain INSERT / UPDATE / DELETE). Per partition (scope, model_id, tenant): added documents '
+'get their forward row and memtable postings, or, when one statement adds dna.bm25_bulk_threshold() or more '
+'to a partition, a level-0 segment of their own (dna.bm25_index_docs); removed ones are deleted from the '
+'memtable or tombstoned (dna.bm25_remove_docs). Writers never update a shared row. On Citus it fires on '
+'the shard and writes the co-located index there; it reads the transition tables only in statements that '
+'read no Citus table.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_truncate()
 RETURNS trigger
@@ -342,228 +472,3 @@ $$;
 COMMENT ON FUNCTION dna.bm25_truncate() IS
 'Statement trigger (AFTER TRUNCATE) on dna_search_docs_<width>: drops the BM25 index (memtable, '
 'segments, forward rows, tombstones) of every model of that width (TG_ARGV[0] = width).';
-
--- ---------------------------------------------------------------------------------------------
--- Compaction: seal the memtable, merge segments
--- ---------------------------------------------------------------------------------------------
-
-CREATE OR REPLACE FUNCTION dna.bm25_seal(scope text, model_id text, tenant text)
-RETURNS integer
-LANGUAGE plpgsql
-AS $$
-#variable_conflict use_variable
-DECLARE
-    ids bigint[];
-    seg integer;
-    cfg record;
-BEGIN
-    -- Caller holds the partition's exclusive advisory lock. Documents a writer is changing right
-    -- now are skipped (SKIP LOCKED): compaction never waits for a writer.
-    SELECT array_agg(x.doc_id ORDER BY x.doc_id) INTO ids
-    FROM (SELECT d.doc_id FROM dna.dna_bm25_docs AS d
-          WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id IS NULL
-          FOR UPDATE SKIP LOCKED) AS x;
-    IF ids IS NULL THEN
-        RETURN 0;
-    END IF;
-    seg := nextval('dna.dna_bm25_seg_id_seq');
-    SELECT * INTO cfg FROM dna.search_config(scope);
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT p.kind, p.lexeme, p.doc_id, p.tf, p.doc_len AS len FROM dna.dna_bm25_postings AS p
-         WHERE p.scope = $1 AND p.model_id = $2 AND p.tenant = $3 AND p.doc_id = ANY ($4)', ids,
-        cfg.bm25_k1, cfg.bm25_b);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.doc_id = ANY (ids);
-    DELETE FROM dna.dna_bm25_postings AS p
-    WHERE p.scope = scope AND p.model_id = model_id AND p.tenant = tenant AND p.doc_id = ANY (ids);
-    RETURN cardinality(ids);
-END
-$$;
-
-COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
-'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment; '
-'returns how many.';
-
-CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
-RETURNS bigint
-LANGUAGE plpgsql
-AS $$
-#variable_conflict use_variable
-DECLARE
-    ids bigint[];
-    seg integer;
-    cfg record;
-BEGIN
-    -- Caller holds the partition's exclusive advisory lock, so no writer is tombstoning documents
-    -- of these segments. Tombstoned postings are dropped; impacts are recomputed at the merged
-    -- segment's average length.
-    SELECT coalesce(array_agg(d.doc_id ORDER BY d.doc_id), '{}') INTO ids FROM dna.dna_bm25_docs AS d
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
-    SELECT * INTO cfg FROM dna.search_config(scope);
-    seg := nextval('dna.dna_bm25_seg_id_seq');
-    -- Postings decoded in the select list; the tombstone anti-join only when one of the segments
-    -- has tombstones (a merge after a bulk load has none).
-    PERFORM dna.bm25_build_segment(scope, model_id, tenant, seg, dna.bm25_segment_level(cardinality(ids)),
-        'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
-                (q.p >> 42)::integer AS len
-         FROM (SELECT c.kind, c.lexeme, c.seg_id, s.base_doc_id AS base, unnest(c.postings) AS p
-               FROM dna.dna_bm25_chunks AS c
-               JOIN dna.dna_bm25_segments AS s ON s.scope = c.scope AND s.model_id = c.model_id
-                                              AND s.tenant = c.tenant AND s.seg_id = c.seg_id
-               WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3 AND c.seg_id = ANY ($10)) AS q'
-        || CASE WHEN EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
-                             WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant
-                               AND t.seg_id = ANY (segs)) THEN '
-         WHERE NOT EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
-                           WHERE t.scope = $1 AND t.model_id = $2 AND t.tenant = $3
-                             AND t.seg_id = q.seg_id AND t.doc_id = q.base + (q.p & 8589934591))' ELSE '' END,
-        ids, cfg.bm25_k1, cfg.bm25_b, segs);
-    UPDATE dna.dna_bm25_docs AS d SET seg_id = seg
-    WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
-    DELETE FROM dna.dna_bm25_chunks AS c
-    WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = tenant AND c.seg_id = ANY (segs);
-    DELETE FROM dna.dna_bm25_tombstone_terms AS t
-    WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant AND t.seg_id = ANY (segs);
-    DELETE FROM dna.dna_bm25_tombstones AS t
-    WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant AND t.seg_id = ANY (segs);
-    DELETE FROM dna.dna_bm25_segments AS s
-    WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = ANY (segs);
-    IF cardinality(ids) = 0 THEN                         -- every document was deleted: no segment left
-        DELETE FROM dna.dna_bm25_segments AS s
-        WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = seg;
-    END IF;
-    RETURN cardinality(ids);
-END
-$$;
-
-COMMENT ON FUNCTION dna.bm25_merge(text, text, text, integer[]) IS
-'Internal (dna.bm25_compact): rewrites the given segments of a partition as one, without the postings of '
-'tombstoned documents (their tombstones go); returns the live documents it holds.';
-
-CREATE OR REPLACE FUNCTION dna.bm25_compact(scope text DEFAULT NULL, model_id text DEFAULT NULL,
-                                            tenant text DEFAULT NULL, full_merge boolean DEFAULT false,
-                                            wait_ms integer DEFAULT 2000)
-RETURNS jsonb
-LANGUAGE plpgsql
-AS $$
-#variable_conflict use_variable
-DECLARE
-    p record;
-    lvl record;
-    got boolean;
-    waited integer;
-    sealed integer;
-    segs integer[];
-    merged integer;
-    dead bigint;
-    parts jsonb := '[]';
-BEGIN
-    IF wait_ms IS NULL OR wait_ms < 0 OR wait_ms > 600000 THEN
-        RAISE EXCEPTION 'wait_ms must be between 0 and 600000, got %', wait_ms USING ERRCODE = '22023';
-    END IF;
-    FOR p IN
-        SELECT x.scope, x.model_id, x.tenant FROM (
-            SELECT d.scope, d.model_id, d.tenant FROM dna.dna_bm25_docs AS d WHERE d.seg_id IS NULL
-            GROUP BY 1, 2, 3
-            UNION SELECT s.scope, s.model_id, s.tenant FROM dna.dna_bm25_segments AS s GROUP BY 1, 2, 3) AS x
-        WHERE (bm25_compact.scope IS NULL OR x.scope = bm25_compact.scope)
-          AND (bm25_compact.model_id IS NULL OR x.model_id = bm25_compact.model_id)
-          AND (bm25_compact.tenant IS NULL OR x.tenant = bm25_compact.tenant)
-        ORDER BY 1, 2, 3
-    LOOP
-        -- Try, never queue: a queued exclusive request would make later shared requests wait
-        -- behind it, and a writer holding the shared lock could then be waiting on one of them.
-        waited := 0;
-        LOOP
-            got := pg_try_advisory_xact_lock(dna.bm25_lock_key(p.scope, p.model_id, p.tenant));
-            EXIT WHEN got OR waited >= wait_ms;
-            PERFORM pg_sleep(0.02);
-            waited := waited + 20;
-        END LOOP;
-        IF NOT got THEN
-            parts := parts || jsonb_build_object('scope', p.scope, 'model_id', p.model_id, 'tenant', p.tenant,
-                                                 'status', 'busy');
-            CONTINUE;
-        END IF;
-        sealed := dna.bm25_seal(p.scope, p.model_id, p.tenant);
-        merged := 0;
-        LOOP
-            -- A level that holds 8 segments is merged into one (level 0, segments under 8,000
-            -- documents, as soon as it holds 4: each one costs every query a round of chunk headers
-            -- and small merges are cheap); segments with >= 10% tombstoned documents are rewritten
-            -- with it. full_merge: everything into one segment.
-            SELECT array_agg(s.seg_id ORDER BY s.seg_id) INTO segs
-            FROM dna.dna_bm25_segments AS s
-            LEFT JOIN LATERAL (SELECT count(*) AS n FROM dna.dna_bm25_tombstones AS t
-                               WHERE t.scope = s.scope AND t.model_id = s.model_id AND t.tenant = s.tenant
-                                 AND t.seg_id = s.seg_id) AS t ON true
-            WHERE s.scope = p.scope AND s.model_id = p.model_id AND s.tenant = p.tenant
-              AND (full_merge
-                   OR t.n * 10 >= s.n_docs
-                   OR s.level = (SELECT s2.level FROM dna.dna_bm25_segments AS s2
-                                 WHERE s2.scope = p.scope AND s2.model_id = p.model_id AND s2.tenant = p.tenant
-                                 GROUP BY s2.level HAVING count(*) >= CASE WHEN s2.level = 0 THEN 4 ELSE 8 END
-                                 ORDER BY s2.level LIMIT 1));
-            EXIT WHEN segs IS NULL OR (cardinality(segs) = 1 AND NOT EXISTS (
-                SELECT 1 FROM dna.dna_bm25_tombstones AS t
-                WHERE t.scope = p.scope AND t.model_id = p.model_id AND t.tenant = p.tenant AND t.seg_id = segs[1]));
-            PERFORM dna.bm25_merge(p.scope, p.model_id, p.tenant, segs);
-            merged := merged + cardinality(segs);
-            EXIT WHEN full_merge;
-        END LOOP;
-        SELECT count(*) INTO dead FROM dna.dna_bm25_tombstones AS t
-        WHERE t.scope = p.scope AND t.model_id = p.model_id AND t.tenant = p.tenant;
-        parts := parts || jsonb_build_object(
-            'scope', p.scope, 'model_id', p.model_id, 'tenant', p.tenant, 'status', 'ok',
-            'sealed_documents', sealed, 'merged_segments', merged,
-            'segments', (SELECT count(*) FROM dna.dna_bm25_segments AS s
-                         WHERE s.scope = p.scope AND s.model_id = p.model_id AND s.tenant = p.tenant),
-            'tombstones', dead);
-    END LOOP;
-    RETURN jsonb_build_object('partitions', parts);
-END
-$$;
-
-COMMENT ON FUNCTION dna.bm25_compact(text, text, text, boolean, integer) IS
-'Maintenance (an operator or a scheduled job runs it; no verb does): per BM25 partition (scope, model_id, '
-'tenant; NULL = all) seals the memtable into a segment, merges every level holding 8 segments (level 0, '
-'segments under 8,000 documents: 4) (and '
-'segments with >= 10% tombstoned documents), dropping tombstoned postings; full_merge => true merges '
-'each partition into one segment (fastest queries, after a bulk load). Idempotent; answers are the same '
-'before and after (exact BM25 statistics either way). Safe beside reads and writes: it takes the '
-'partition''s advisory lock only if free (waiting up to wait_ms, default 2000), never waits for a row '
-'lock, and reports status busy for a partition it could not lock. Run it in its own transaction. '
-'Returns {partitions: [{scope, model_id, tenant, status, sealed_documents, merged_segments, segments, '
-'tombstones}]}. Errors: 22023 (wait_ms outside 0..600000).';
-
-CREATE OR REPLACE FUNCTION dna.bm25_storage(scope text DEFAULT NULL)
-RETURNS jsonb
-LANGUAGE sql STABLE
-AS $$
-    WITH c AS (SELECT count(*) AS chunks, coalesce(sum(x.n), 0) AS postings,
-                      coalesce(sum(pg_column_size(x.postings)), 0) AS posting_bytes
-               FROM dna.dna_bm25_chunks AS x WHERE bm25_storage.scope IS NULL OR x.scope = bm25_storage.scope),
-         m AS (SELECT count(*) AS postings FROM dna.dna_bm25_postings AS x
-               WHERE bm25_storage.scope IS NULL OR x.scope = bm25_storage.scope),
-         d AS (SELECT count(*) AS documents, count(*) FILTER (WHERE x.seg_id IS NULL) AS memtable_documents
-               FROM dna.dna_bm25_docs AS x WHERE bm25_storage.scope IS NULL OR x.scope = bm25_storage.scope),
-         s AS (SELECT count(*) AS segments FROM dna.dna_bm25_segments AS x
-               WHERE bm25_storage.scope IS NULL OR x.scope = bm25_storage.scope),
-         t AS (SELECT count(*) AS tombstones FROM dna.dna_bm25_tombstones AS x
-               WHERE bm25_storage.scope IS NULL OR x.scope = bm25_storage.scope)
-    SELECT jsonb_build_object(
-        'scope', bm25_storage.scope, 'documents', d.documents, 'memtable_documents', d.memtable_documents,
-        'segments', s.segments, 'chunks', c.chunks, 'postings', c.postings, 'memtable_postings', m.postings,
-        'tombstones', t.tombstones, 'posting_bytes', c.posting_bytes,
-        'bytes_per_posting', round(c.posting_bytes::numeric / nullif(c.postings, 0), 2),
-        'chunk_table_bytes', pg_total_relation_size('dna.dna_bm25_chunks'),
-        'forward_table_bytes', pg_total_relation_size('dna.dna_bm25_forward'),
-        'docs_table_bytes', pg_total_relation_size('dna.dna_bm25_docs'),
-        'memtable_table_bytes', pg_total_relation_size('dna.dna_bm25_postings'))
-    FROM c, m, d, s, t
-$$;
-
-COMMENT ON FUNCTION dna.bm25_storage(text) IS
-'Size of the BM25 index of a scope (NULL = all): documents (memtable ones), segments, chunk rows, sealed '
-'postings and their bytes (pg_column_size of the packed arrays, so bytes_per_posting = B per sealed '
-'posting), memtable postings, tombstones, and the on-disk size of each table (whole tables, every scope).';

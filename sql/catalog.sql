@@ -123,24 +123,44 @@ BEGIN
         tables := tables || ('dna_search_docs_' || w);
     END LOOP;
     -- Each table's scopes by a loose index scan (one probe of its scope-leading key per scope),
-    -- so the cost follows the number of scopes, not of rows.
-    RETURN QUERY EXECUTE (
-        SELECT string_agg(format(
-            '(WITH RECURSIVE s(scope) AS (SELECT min(t.scope) FROM dna.%1$I AS t '
-            'UNION ALL SELECT (SELECT min(t.scope) FROM dna.%1$I AS t WHERE t.scope > s.scope) '
-            'FROM s WHERE s.scope IS NOT NULL) SELECT s.scope FROM s WHERE s.scope IS NOT NULL)', tab),
-            ' UNION ') || ' ORDER BY 1'
-        FROM unnest(tables) AS tab);
+    -- so the cost follows the number of scopes, not of rows. Citus refuses a recursive CTE without
+    -- a filter on the distribution column (D9 of ../shared/research/citus-probe-3.md), so a table
+    -- it distributes is read with DISTINCT, which every shard answers for its own scopes.
+    -- Citus plans some call shapes of a delegated verb (inside BEGIN, EXPLAIN ANALYZE, a join) as a
+    -- shard's task, which may not read the other shards: then 55000, which the hint catches.
+    BEGIN
+        RETURN QUERY EXECUTE (
+            SELECT string_agg(CASE WHEN dna.citus_placement(format('dna.%I', tab)::regclass) = 'distributed'
+                THEN format('(SELECT DISTINCT t.scope FROM dna.%I AS t)', tab)
+                ELSE format(
+                '(WITH RECURSIVE s(scope) AS (SELECT min(t.scope) FROM dna.%1$I AS t '
+                'UNION ALL SELECT (SELECT min(t.scope) FROM dna.%1$I AS t WHERE t.scope > s.scope) '
+                'FROM s WHERE s.scope IS NOT NULL) SELECT s.scope FROM s WHERE s.scope IS NOT NULL)', tab) END,
+                ' UNION ') || ' ORDER BY 1'
+            FROM unnest(tables) AS tab);
+    EXCEPTION WHEN internal_error THEN
+        IF SQLERRM NOT LIKE 'cannot execute a distributed query from a query on a shard%' THEN
+            RAISE;
+        END IF;
+        RAISE EXCEPTION 'dna.scope_names: Citus runs this call as a shard''s task, which cannot read the other shards'
+            USING ERRCODE = '55000',
+                  HINT = 'Run SELECT * FROM dna.scope_names() (or dna.scopes()) on its own, outside a transaction block.';
+    END;
 END
 $$;
 
 COMMENT ON FUNCTION dna.scope_names()
 IS 'Every scope under which the caller can see a row (dna.dna_instances or any dna_search_docs_<N>), '
-'once each, sorted. Read-only; cost grows with the number of scopes (a loose index scan per table).';
+'once each, sorted. Read-only; on one server the cost grows with the number of scopes (a loose index '
+'scan per table); a table Citus distributes is read with SELECT DISTINCT scope (every shard, all its '
+'rows), since Citus refuses the recursive CTE of the loose scan. Errors: 55000 on Citus inside a call '
+'Citus runs as a shard''s task (inside a transaction block, EXPLAIN ANALYZE), where the other shards '
+'cannot be read.';
 
 CREATE OR REPLACE FUNCTION dna.scopes()
 RETURNS TABLE (scope text, documents bigint, memories bigint, model_ids text[])
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -279,14 +299,22 @@ COMMENT ON FUNCTION dna.nearest_scopes(text, integer) IS
 
 CREATE OR REPLACE FUNCTION dna.nearest_scopes_text(scope text, n integer DEFAULT 3)
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT dna.nearest_names_text(scope, ARRAY(SELECT s.name FROM dna.scope_names() AS s(name)), n)
+BEGIN
+    RETURN dna.nearest_names_text(scope, ARRAY(SELECT s.name FROM dna.scope_names() AS s(name)), n);
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    -- Citus ran the verb as a shard's task, where the other shards' scopes cannot be read: the
+    -- message the hint belongs to must still be raised (D9).
+    RETURN 'not listed from here (SELECT scope FROM dna.scopes() lists them)';
+END
 $$;
 
 COMMENT ON FUNCTION dna.nearest_scopes_text(text, integer) IS
 'dna.nearest_scopes(scope, n) as one line for messages: a, b, c nearest first, or ''none'' '
-'when no other scope exists (dna.nearest_names_text over dna.scope_names()).';
+'when no other scope exists (dna.nearest_names_text over dna.scope_names()); on Citus, inside a call '
+'run as a shard''s task (where dna.scope_names refuses, 55000), ''not listed from here (SELECT scope '
+'FROM dna.scopes() lists them)''.';
 
 -- ---------------------------------------------------------------------------------------------
 -- Where a document was indexed from (dna.dna_document_sources, revision 0012_first_day)
@@ -354,6 +382,7 @@ CREATE OR REPLACE FUNCTION dna.source_conflicts(scope text, kinds text[], names 
                                                 sources text[])
 RETURNS TABLE (kind text, name text, tenant text, source text, new_source text)
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_column
 DECLARE

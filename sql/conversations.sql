@@ -48,6 +48,7 @@ CREATE OR REPLACE FUNCTION dna.conversation_plan(
     context_turns integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -323,6 +324,7 @@ CREATE OR REPLACE FUNCTION dna.remember_conversation(
     context_turns integer DEFAULT NULL, atomic boolean DEFAULT true)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -140,21 +140,28 @@ LANGUAGE sql STABLE
 AS $$
     -- The scope-routed verbs: their first argument is the scope, and every statement they run
     -- stays in that scope. dna.search and dna.bm25 are forced (citus-probe S1: hnsw.* set_config
-    -- then reaches the node that runs the lanes; B5a); the memory verbs are not (forcing dna.recall
-    -- is refused by Citus while it reads other tables than the scope's colocation group).
-    SELECT p.oid::regprocedure, p.proname IN ('search', 'bm25')
+    -- then reaches the node that runs the lanes; B5a); so is dna.bm25_compact_scope, whose advisory
+    -- locks and segment ids must be taken where the partition's writers (the BM25 triggers, on the
+    -- shard) take theirs, inside a transaction too. The memory verbs and the document writers are
+    -- not forced (forcing dna.recall is refused by Citus while it reads other tables than the
+    -- scope's colocation group): in a transaction block they run on the coordinator, their
+    -- statements routed to the shard, where the triggers keep the index.
+    SELECT p.oid::regprocedure, p.proname IN ('search', 'bm25', 'bm25_compact_scope')
     FROM pg_catalog.pg_proc AS p
     WHERE p.pronamespace = 'dna'::regnamespace
-      AND p.proname IN ('search', 'bm25', 'recall', 'remember', 'forget', 'revive', 'consolidate', 'list_memories')
+      AND p.proname IN ('search', 'bm25', 'recall', 'remember', 'forget', 'revive', 'consolidate', 'list_memories',
+                        'index_document', 'index_documents', 'delete_document', 'redact', 'reconcile',
+                        'bm25_compact_scope')
       AND (p.proargnames)[1] = 'scope'
     ORDER BY p.proname, p.oid
 $$;
 
 COMMENT ON FUNCTION dna.delegated_verbs() IS
 'The verbs dna.distribute delegates with create_distributed_function(fn, ''scope'', colocate_with := '
-'''dna.dna_instances'', force_delegation := force_delegation): every overload of dna.search and dna.bm25 '
-'(forced) and of recall, remember, forget, revive, consolidate, list_memories whose first argument is '
-'scope. From pg_proc; runs without Citus.';
+'''dna.dna_instances'', force_delegation := force_delegation): every overload of dna.search, dna.bm25 and '
+'dna.bm25_compact_scope (forced) and of recall, remember, forget, revive, consolidate, list_memories, '
+'index_document, index_documents, delete_document, redact and reconcile whose first argument is scope. From '
+'pg_proc; runs without Citus.';
 
 -- ---------------------------------------------------------------------------------------------
 -- The per-node tenancy maps
@@ -265,6 +272,26 @@ COMMENT ON FUNCTION dna.sync_tenancy_maps() IS
 -- dna.distribute: the one step that puts an installed pydna on Citus
 -- ---------------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION dna.citus_placement_name(partmethod "char", repmodel "char")
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    -- A pure function of the two pg_dist_partition columns, so that one server evaluates every
+    -- branch (tests/test_citus_guard_rails.py): inside dna.citus_placement the CASE is reached only
+    -- where pg_dist_partition exists, and its last branch failed there (42725: unknown || "char" has
+    -- no unique operator; D1 of ../shared/research/citus-probe-3.md).
+    SELECT CASE WHEN partmethod IS NULL THEN 'local'
+                WHEN partmethod = 'h' THEN 'distributed'
+                WHEN partmethod = 'n' AND repmodel = 't' THEN 'reference'
+                WHEN partmethod = 'n' THEN 'citus_local'
+                ELSE 'citus:' || partmethod::text END
+$$;
+
+COMMENT ON FUNCTION dna.citus_placement_name("char", "char") IS
+'What a pg_dist_partition row (partmethod, repmodel) is to dna.distribute: partmethod NULL -> ''local'' '
+'(not a Citus table), h -> ''distributed'', n with repmodel t -> ''reference'', any other n -> '
+'''citus_local'', any other method m -> ''citus:m''. Pure; runs without Citus.';
+
 CREATE OR REPLACE FUNCTION dna.citus_placement(tbl regclass)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -278,20 +305,39 @@ BEGIN
     END IF;
     EXECUTE 'SELECT p.partmethod, p.repmodel FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1'
         INTO method, model USING tbl;
-    RETURN CASE WHEN method IS NULL THEN 'local'
-                WHEN method = 'h' THEN 'distributed'
-                WHEN method = 'n' AND model = 't' THEN 'reference'
-                WHEN method = 'n' THEN 'citus_local'
-                ELSE 'citus:' || method END;
+    RETURN dna.citus_placement_name(method, model);
 END
 $$;
 
 COMMENT ON FUNCTION dna.citus_placement(regclass) IS
-'What Citus holds tbl as now (pg_dist_partition): ''distributed'' (partmethod h), ''reference'' (n, '
-'replicated to every node), ''citus_local'' (n, one placement: a table Citus converted because it '
-'references a reference table by foreign key, as the width tables do once dna_models is one), '
-'''local'' (not a Citus table, or no Citus). Reads pg_dist_partition only through EXECUTE, so it runs '
-'without Citus.';
+'What Citus holds tbl as now (its pg_dist_partition row, named by dna.citus_placement_name): '
+'''distributed'' (partmethod h), ''reference'' (n, replicated to every node), ''citus_local'' (n, one '
+'placement: a table Citus converted because it references a reference table by foreign key, as the '
+'width tables do once dna_models is one), ''local'' (not a Citus table, or no Citus). Reads '
+'pg_dist_partition only through EXECUTE, so it runs without Citus.';
+
+CREATE OR REPLACE FUNCTION dna.holds_scope(scope text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    held boolean;
+BEGIN
+    IF dna.citus_placement('dna.dna_bm25_docs') <> 'distributed' THEN
+        RETURN true;                                     -- one server, or not distributed yet
+    END IF;
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement AS p, pg_catalog.pg_dist_local_group AS l
+                            WHERE p.shardid = get_shard_id_for_distribution_column(''dna.dna_bm25_docs'', $1)
+                              AND p.groupid = l.groupid)'
+        INTO held USING scope;
+    RETURN held;
+END
+$$;
+
+COMMENT ON FUNCTION dna.holds_scope(text) IS
+'Whether this node holds the shards of scope (pg_dist_placement of its dna_bm25_docs shard against '
+'pg_dist_local_group): true on a server without Citus or before dna.distribute. Reads Citus catalogs '
+'only through EXECUTE.';
 
 CREATE OR REPLACE FUNCTION dna.distribute(shard_count integer DEFAULT NULL)
 RETURNS jsonb
@@ -302,6 +348,11 @@ DECLARE
     version text;
     r record;
     trig record;
+    names text[];
+    placements text[];
+    paused text[];
+    stmt text;
+    tbl regclass;
     reference text[] := '{}';
     distributed text[] := '{}';
     skipped text[] := '{}';
@@ -328,33 +379,63 @@ BEGIN
     PERFORM dna.protect_table(t) FROM dna.protected_tables() AS t;
     -- 1. the tenancy maps: plain tables on every node (B5c)
     maps := dna.sync_tenancy_maps() -> 'maps';
-    -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first
-    FOR r IN SELECT p.ord, p.tbl, p.placement FROM dna.distribution_plan() AS p
-             WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord LOOP
+    -- 2. reference tables, then 3. the scope-keyed tables, dna_instances first. The plan is read as
+    -- names, all of them before the first step, and each name is resolved at its own step: Citus
+    -- turns a converted table's relation into its shard (create_reference_table of dna_models makes
+    -- the width tables Citus local tables; create_distributed_table replaces a table again), so an
+    -- OID read earlier may name a shard by then (D2 of ../shared/research/citus-probe-3.md).
+    names := ARRAY(SELECT format('dna.%I', c.relname) FROM dna.distribution_plan() AS p
+                   JOIN pg_catalog.pg_class AS c ON c.oid = p.tbl
+                   WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
+    placements := ARRAY(SELECT p.placement FROM dna.distribution_plan() AS p
+                        WHERE p.placement IN ('reference', 'distributed') ORDER BY p.ord);
+    -- Citus copies a table's rows into its shards with COPY, which fires the shards' triggers:
+    -- dna_instances' rows would record their versions again (into a dna_versions not distributed
+    -- yet), the width tables' rows would be indexed again. The copy moves rows, it writes none, so
+    -- the dna triggers of the tables still to distribute are paused for it (ALTER TABLE … DISABLE
+    -- TRIGGER, in this transaction) and enabled again, on every shard, once all are distributed.
+    paused := ARRAY(SELECT format('ALTER TABLE %s <state> TRIGGER %I', g.tgrelid::regclass, g.tgname)
+                    FROM dna.distribution_plan() AS p
+                    JOIN pg_catalog.pg_trigger AS g ON g.tgrelid = p.tbl
+                    JOIN pg_catalog.pg_proc AS f ON f.oid = g.tgfoid
+                    WHERE p.placement = 'distributed' AND dna.citus_placement(p.tbl) <> 'distributed'
+                      AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND (g.tgtype & 32) = 0
+                      AND f.pronamespace = 'dna'::regnamespace
+                    ORDER BY p.ord, g.tgname);
+    FOREACH stmt IN ARRAY paused LOOP
+        EXECUTE replace(stmt, '<state>', 'DISABLE');
+    END LOOP;
+    FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+        tbl := names[i]::regclass;
         -- Done already: skipped. A Citus local table (a width table, converted when dna_models
         -- became a reference table, since it references it) is distributed like a plain one.
-        IF dna.citus_placement(r.tbl) = r.placement THEN
-            skipped := skipped || r.tbl::text;
+        IF dna.citus_placement(tbl) = placements[i] THEN
+            skipped := skipped || names[i];
             CONTINUE;
         END IF;
-        IF r.placement = 'reference' THEN
-            EXECUTE 'SELECT create_reference_table($1)' USING r.tbl;
-            reference := reference || r.tbl::text;
+        IF placements[i] = 'reference' THEN
+            EXECUTE 'SELECT create_reference_table($1)' USING tbl;
+            reference := reference || names[i];
         ELSE
             -- B8: a statement trigger AFTER TRUNCATE fires on every shard and deletes across all
             -- shards from inside it; on Citus a width is cleared with dna.clear_width instead.
             FOR trig IN SELECT g.tgname FROM pg_catalog.pg_trigger AS g
-                        WHERE g.tgrelid = r.tbl AND NOT g.tgisinternal AND (g.tgtype & 32) <> 0 ORDER BY g.tgname LOOP
-                EXECUTE format('DROP TRIGGER %I ON %s', trig.tgname, r.tbl);
-                triggers := triggers || format('%s ON %s', trig.tgname, r.tbl);
+                        WHERE g.tgrelid = tbl AND NOT g.tgisinternal AND (g.tgtype & 32) <> 0 ORDER BY g.tgname LOOP
+                EXECUTE format('DROP TRIGGER %I ON %s', trig.tgname, names[i]);
+                triggers := triggers || format('%s ON %s', trig.tgname, names[i]);
             END LOOP;
-            IF r.tbl = 'dna.dna_instances'::regclass THEN
-                EXECUTE 'SELECT create_distributed_table($1, ''scope'')' USING r.tbl;
+            IF names[i] = 'dna.dna_instances' THEN
+                EXECUTE 'SELECT create_distributed_table($1, ''scope'')' USING tbl;
             ELSE
-                EXECUTE 'SELECT create_distributed_table($1, ''scope'', colocate_with => ''dna.dna_instances'')' USING r.tbl;
+                EXECUTE 'SELECT create_distributed_table($1, ''scope'', colocate_with => ''dna.dna_instances'')' USING tbl;
             END IF;
-            distributed := distributed || r.tbl::text;
+            distributed := distributed || names[i];
         END IF;
+    END LOOP;
+    -- The paused triggers back on (the shells' ALTER reaches every shard). The statements were
+    -- formatted with the tables' names before the first step: those names still hold.
+    FOREACH stmt IN ARRAY paused LOOP
+        EXECUTE replace(stmt, '<state>', 'ENABLE');
     END LOOP;
     -- 4. the scope-routed verbs run on the worker that holds the scope (S1, B5)
     FOR r IN SELECT v.fn, v.force_delegation FROM dna.delegated_verbs() AS v LOOP
@@ -364,7 +445,8 @@ BEGIN
     END LOOP;
     RETURN jsonb_build_object('citus_version', version, 'reference', to_jsonb(reference),
                               'distributed', to_jsonb(distributed), 'already_citus', to_jsonb(skipped),
-                              'truncate_triggers_dropped', to_jsonb(triggers), 'per_node_maps', maps,
+                              'truncate_triggers_dropped', to_jsonb(triggers),
+                              'triggers_paused_for_copy', coalesce(array_length(paused, 1), 0), 'per_node_maps', maps,
                               'delegated_functions', to_jsonb(functions));
 END
 $$;
@@ -425,6 +507,58 @@ COMMENT ON FUNCTION dna.distribution() IS
 'The state of the scale-out: {citus_version (NULL without Citus), distributed (true when every table is '
 'where dna.distribution_plan() puts it), tables: [{table, plan, now (dna.citus_placement), '
 'truncate_triggers}], functions: [{function, delegated, forced}]}. Runs anywhere; changes nothing.';
+
+-- ---------------------------------------------------------------------------------------------
+-- dna.undistribute: back to one node (the way down before a downgrade, D6)
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.undistribute()
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t text;
+    tables text[] := '{}';
+    triggers text[] := '{}';
+    w integer;
+BEGIN
+    PERFORM dna.require_citus('dna.undistribute');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    -- One table at a time, with the tables its foreign keys reach (the width tables and
+    -- dna_models): Citus brings every shard's rows back into a plain table on the coordinator.
+    LOOP
+        EXECUTE 'SELECT c.oid::regclass::text FROM pg_catalog.pg_dist_partition AS p '
+                'JOIN pg_catalog.pg_class AS c ON c.oid = p.logicalrelid '
+                'WHERE c.relnamespace = ''dna''::regnamespace ORDER BY p.partmethod DESC, c.relname LIMIT 1' INTO t;
+        EXIT WHEN t IS NULL;
+        EXECUTE 'SELECT undistribute_table($1, cascade_via_foreign_keys => true)' USING t;
+        tables := tables || t;
+    END LOOP;
+    -- The AFTER TRUNCATE triggers dna.distribute dropped (B8), as the revisions created them.
+    IF to_regprocedure('dna.bm25_truncate()') IS NOT NULL THEN
+        FOR w IN SELECT dna.search_widths() LOOP
+            t := format('dna_search_docs_%s_bm25_truncate', w);
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS g WHERE g.tgname = t
+                             AND g.tgrelid = dna.search_table(w)) THEN
+                EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                               'EXECUTE FUNCTION dna.bm25_truncate(%L)', t, dna.search_table(w), w);
+                triggers := triggers || format('%s ON %s', t, dna.search_table(w));
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN jsonb_build_object('undistributed', to_jsonb(tables), 'truncate_triggers_created', to_jsonb(triggers));
+END
+$$;
+
+COMMENT ON FUNCTION dna.undistribute() IS
+'Citus only, on the coordinator, as a superuser: the inverse of dna.distribute, for a database that '
+'leaves Citus (the way down before `alembic downgrade` below 0019_where_users_run, which refuses '
+'while Citus holds a dna table). undistribute_table(…, cascade_via_foreign_keys => true) for every '
+'dna table Citus holds (the rows come back to plain tables on the coordinator), then re-creates the '
+'AFTER TRUNCATE triggers dna.distribute dropped. Returns {undistributed: [the tables named, each '
+'with those its foreign keys reach], truncate_triggers_created}. Idempotent. Errors: 0A000 without '
+'Citus (nothing changed).';
 
 -- ---------------------------------------------------------------------------------------------
 -- dna.clear_width: TRUNCATE of a width, scope by scope (B8)

@@ -32,6 +32,7 @@ CREATE OR REPLACE FUNCTION dna.index_document(
     title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -40,8 +41,12 @@ DECLARE
     new_hash text;
     old_hash text;
     old_has_embedding boolean;
+    has_passages boolean;
     action text;
     ts regconfig;
+    memory boolean;
+    valid tstzrange;
+    meta jsonb;
     emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
@@ -71,14 +76,20 @@ BEGIN
     tbl := dna.search_table(dims);
     new_hash := dna.text_hash(title, body);
 
-    EXECUTE format('SELECT t.text_hash, t.embedding IS NOT NULL FROM %s AS t
-                    WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5
-                      AND t.passage = 0', tbl)
-        INTO old_hash, old_has_embedding USING scope, kind, name, tenant, model_id;
-    -- Indexed whole now: passages 1… of an earlier indexing as passages go (an index probe; usually none).
-    EXECUTE format('DELETE FROM %s AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4
-                      AND t.model_id = $5 AND t.passage > 0', tbl)
-        USING scope, kind, name, tenant, model_id;
+    -- The stored passage 0 and whether passages 1… exist (the first two rows of the key: one probe).
+    EXECUTE format('SELECT max(t.text_hash) FILTER (WHERE t.passage = 0), bool_or(t.has_embedding) FILTER (WHERE t.passage = 0),
+                           coalesce(bool_or(t.passage > 0), false)
+                    FROM (SELECT t.text_hash, t.embedding IS NOT NULL AS has_embedding, t.passage FROM %s AS t
+                          WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5
+                          ORDER BY t.passage LIMIT 2) AS t', tbl)
+        INTO old_hash, old_has_embedding, has_passages USING scope, kind, name, tenant, model_id;
+    -- Indexed whole now: passages 1… of an earlier indexing as passages go (a statement only when
+    -- there are some: each statement on the table runs its BM25 trigger).
+    IF has_passages THEN
+        EXECUTE format('DELETE FROM %s AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4
+                          AND t.model_id = $5 AND t.passage > 0', tbl)
+            USING scope, kind, name, tenant, model_id;
+    END IF;
 
     IF old_hash IS NULL THEN
         action := 'inserted';
@@ -95,16 +106,29 @@ BEGIN
     -- ts_config: the scope's text-search configuration (dna.set_search_config; default english), read
     -- by its own statement (Citus: no function reading dna_* tables inside a statement on a shard).
     SELECT c.ts_config INTO ts FROM dna.search_config(scope) AS c;
+    -- A memory's search row carries its record's world time (dna.search filters on it), read here
+    -- by statements of their own: on Citus nothing inside the shard's INSERT may read a table (D5).
+    -- The row trigger dna_search_docs_valid_at, which does the same for a plain INSERT or UPDATE,
+    -- stands aside for this statement (dna.valid_at_mirrored). Other Kinds keep the valid_at they have.
+    memory := dna.kind_has_trait(kind, 'memory.recallable');
+    IF memory THEN
+        valid := dna.record_valid_at(scope, kind, name, tenant);
+        meta := dna.record_metadata(scope, kind, name, tenant);   -- and its metadata (sql/metadata.sql)
+    END IF;
+    PERFORM dna.mirror_valid_at(true);
     EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
-                                        embedding, ts_config)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                        embedding, ts_config, valid_at, metadata)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, coalesce($14, ''{}''::jsonb))
                     ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
                     SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                         body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
-                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at', tbl)
+                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at,
+                        valid_at = CASE WHEN $12 THEN excluded.valid_at ELSE t.valid_at END,
+                        metadata = CASE WHEN $12 THEN excluded.metadata ELSE t.metadata END', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, dna.text_snippet(body)),
-              coalesce(body, ''), emb, ts;
+              coalesce(body, ''), emb, ts, memory, valid, meta;
+    PERFORM dna.mirror_valid_at(false);
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
 END
@@ -136,6 +160,7 @@ CREATE OR REPLACE FUNCTION dna.index_documents(
     char_starts integer[] DEFAULT NULL, char_ends integer[] DEFAULT NULL)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -145,6 +170,7 @@ DECLARE
     tbl regclass;
     cfg record;
     bad record;
+    memory_kinds text[];
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -240,11 +266,15 @@ BEGIN
     END IF;
     tbl := dna.search_table(dims);
     SELECT * INTO cfg FROM dna.search_config(scope);
+    -- The memory Kinds among the call's (a statement of its own: Citus, D5): their rows carry their
+    -- record's world time, read by the statement below; the valid_at row trigger stands aside for it.
+    memory_kinds := ARRAY(SELECT k.kind FROM unnest(dna.recallable_kinds()) AS k (kind) WHERE k.kind = ANY (kinds));
 
     -- One statement: classify every passage against the stored row of its ordinal, reuse the vector
     -- of an unchanged text that moved to another ordinal, upsert what changed in (kind, name,
     -- passage) order (so concurrent batches lock rows in one order), delete the passages a document
     -- no longer has, and answer one row per input element (plus one per deleted passage).
+    PERFORM dna.mirror_valid_at(true);
     RETURN QUERY EXECUTE format($sql$
         WITH src AS (
             SELECT u.i::integer AS ord, u.kind, u.name, coalesce(u.passage, 0) AS passage, u.title,
@@ -252,7 +282,15 @@ BEGIN
                    coalesce(u.snippet, dna.text_snippet(u.body)) AS snippet,
                    u.heading, u.cs, u.ce,
                    CASE WHEN u.emb IS NOT NULL AND vector_norm(u.emb) > 0 THEN dna.storable_vector(u.emb) END AS emb,
-                   dna.text_hash(u.title, u.body) AS h
+                   dna.text_hash(u.title, u.body) AS h,
+                   CASE WHEN u.kind = ANY ($15::text[]) THEN (
+                       SELECT i.valid_at FROM dna.dna_instances AS i
+                       JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+                       WHERE i.scope = $1 AND i.kind = u.kind AND i.name = u.name AND i.tenant = $2) END AS valid,
+                   CASE WHEN u.kind = ANY ($15::text[]) THEN (
+                       SELECT i.metadata FROM dna.dna_instances AS i
+                       JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+                       WHERE i.scope = $1 AND i.kind = u.kind AND i.name = u.name AND i.tenant = $2) END AS meta
             FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[], $11::integer[],
                         $12::text[], $13::integer[], $14::integer[])
                  WITH ORDINALITY AS u (kind, name, title, body, snippet, emb, passage, heading, cs, ce, i)),
@@ -281,26 +319,29 @@ BEGIN
                 LIMIT 1) AS r ON true),
         w AS (
             INSERT INTO %1$s AS t (scope, kind, name, tenant, model_id, passage, text_hash, title, snippet, body,
-                                   embedding, ts_config, heading, char_start, char_end)
+                                   embedding, ts_config, heading, char_start, char_end, valid_at, metadata)
             SELECT $1, c.kind, c.name, $2, $3, c.passage, c.h, c.title,
                    c.snippet, c.body, c.new_emb, $10,
-                   c.heading, c.cs, c.ce
+                   c.heading, c.cs, c.ce, c.valid, coalesce(c.meta, '{}'::jsonb)
             FROM cls AS c WHERE c.action <> 'unchanged'
             ORDER BY c.kind, c.name, c.passage
             ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
             SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                 body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
                 heading = excluded.heading, char_start = excluded.char_start, char_end = excluded.char_end,
-                updated_at = excluded.updated_at
+                updated_at = excluded.updated_at,
+                valid_at = CASE WHEN t.kind = ANY ($15::text[]) THEN excluded.valid_at ELSE t.valid_at END,
+                metadata = CASE WHEN t.kind = ANY ($15::text[]) THEN excluded.metadata ELSE t.metadata END
             RETURNING 1),
         docs AS (
             SELECT s.kind, s.name, max(s.passage) AS last FROM src AS s GROUP BY s.kind, s.name),
         gone AS (
-            -- the passages past each document's last, found by key probes (as above), deleted by ctid
+            -- the passages past each document's last, found by key probes (as above), deleted by
+            -- doc_id (its unique (scope, doc_id) index; Citus refuses a ctid here, citus-probe-3 D4)
             DELETE FROM %1$s AS t
-            WHERE t.scope = $1 AND t.ctid = ANY (ARRAY(
-                SELECT x.ctid FROM docs AS d
-                CROSS JOIN LATERAL (SELECT y.ctid FROM %1$s AS y
+            WHERE t.scope = $1 AND t.doc_id = ANY (ARRAY(
+                SELECT x.doc_id FROM docs AS d
+                CROSS JOIN LATERAL (SELECT y.doc_id FROM %1$s AS y
                                     WHERE y.scope = $1 AND y.kind = d.kind AND y.name = d.name AND y.tenant = $2
                                       AND y.model_id = $3 AND y.passage > d.last OFFSET 0) AS x))
             RETURNING t.kind, t.name, t.passage)
@@ -312,7 +353,8 @@ BEGIN
         SELECT NULL::integer, g.kind, g.name, 'deleted', NULL::text, false, g.passage FROM gone AS g
         ORDER BY 1 NULLS LAST, 2, 3, 7$sql$, tbl)
         USING scope, tenant, model_id, kinds, names, titles, bodies, snippets, embeddings, cfg.ts_config,
-              passages, headings, char_starts, char_ends;
+              passages, headings, char_starts, char_ends, memory_kinds;
+    PERFORM dna.mirror_valid_at(false);
 END
 $$;
 
@@ -343,6 +385,7 @@ CREATE OR REPLACE FUNCTION dna.index_staged(scope text, batch uuid, model_id tex
                                             personal boolean DEFAULT false)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -414,6 +457,7 @@ CREATE OR REPLACE FUNCTION dna.stale_documents(
     tenants text[] DEFAULT NULL)
 RETURNS SETOF integer
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -446,6 +490,7 @@ CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text,
                                                model_id text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -23,6 +23,7 @@ CREATE OR REPLACE FUNCTION dna.remember_many(
     atomic boolean DEFAULT true)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

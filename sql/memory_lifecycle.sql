@@ -18,6 +18,7 @@ CREATE OR REPLACE FUNCTION dna.forget(scope text, name text, superseded_by text 
                                       now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -87,6 +88,7 @@ CREATE OR REPLACE FUNCTION dna.revive(scope text, name text, revived_by text DEF
                                       now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -135,6 +137,7 @@ CREATE OR REPLACE FUNCTION dna.list_memories(scope text, kinds text[] DEFAULT NU
                                              filter jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

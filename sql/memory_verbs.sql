@@ -127,6 +127,7 @@ CREATE OR REPLACE FUNCTION dna.remember(
     personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -266,6 +267,7 @@ CREATE OR REPLACE FUNCTION dna.recall(
     filter jsonb DEFAULT NULL, context integer DEFAULT 0)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -389,6 +389,55 @@ COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
 'go, and so do a memory''s further passages (1, 2, …: texts it is also found by, which each write replaces). '
 'Errors: 23001 naming dna.forget.';
 
+CREATE OR REPLACE FUNCTION dna.record_valid_at(scope text, kind text, name text, tenant text)
+RETURNS tstzrange
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN (SELECT i.valid_at FROM dna.dna_instances AS i
+            JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+            WHERE i.scope = record_valid_at.scope AND i.kind = record_valid_at.kind
+              AND i.name = record_valid_at.name AND i.tenant = record_valid_at.tenant);
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_valid_at(text, text, text, text) IS
+'The world-time validity (valid_at) of the record (scope, kind, name, tenant) in dna.dna_instances, or NULL '
+'when there is none: the valid_at a memory''s search rows carry.';
+
+CREATE OR REPLACE FUNCTION dna.record_metadata(scope text, kind text, name text, tenant text)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN (SELECT i.metadata FROM dna.dna_instances AS i
+            JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+            WHERE i.scope = record_metadata.scope AND i.kind = record_metadata.kind
+              AND i.name = record_metadata.name AND i.tenant = record_metadata.tenant);
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_metadata(text, text, text, text) IS
+'The metadata of the record (scope, kind, name, tenant) in dna.dna_instances (a memory''s: dna.memory_metadata), or '
+'NULL when there is none: the metadata a memory''s search rows carry.';
+
+CREATE OR REPLACE FUNCTION dna.mirror_valid_at(mirrored boolean)
+RETURNS text
+LANGUAGE sql VOLATILE
+AS $$
+    -- Transaction-local: a statement that fails takes it back with it. Correctness never needs it
+    -- on (the trigger then sets the same value), so a writer sets it off after its statement
+    -- whatever it was before.
+    SELECT set_config('dna.valid_at_mirrored', CASE WHEN mirrored THEN 'on' ELSE 'off' END, true)
+$$;
+
+COMMENT ON FUNCTION dna.mirror_valid_at(boolean) IS
+'Internal: sets dna.valid_at_mirrored for the transaction (on: the statements that follow give memory search '
+'rows their record''s valid_at themselves, so the row trigger dna_search_docs_valid_at stands aside; off: it '
+'runs) and returns the new value. The verbs set it on for their statement and off after it. Setting it by '
+'hand only skips the mirror for one''s own writes; dna.verify_integrity reports a search row whose valid_at '
+'is not its record''s (check validity) and dna.reconcile repairs it.';
+
 CREATE OR REPLACE FUNCTION dna.search_docs_valid_at()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -398,21 +447,23 @@ BEGIN
     -- and metadata inside each lane (an index condition, not a probe per candidate). Other Kinds keep
     -- what they are given.
     IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
-        SELECT i.valid_at, coalesce(i.metadata, '{}'::jsonb) INTO NEW.valid_at, NEW.metadata
-        FROM dna.dna_instances AS i
-        JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
-        WHERE i.scope = NEW.scope AND i.kind = NEW.kind AND i.name = NEW.name AND i.tenant = NEW.tenant;
-        NEW.metadata := coalesce(NEW.metadata, '{}'::jsonb);   -- no record: always in force, no metadata
+        NEW.valid_at := dna.record_valid_at(NEW.scope, NEW.kind, NEW.name, NEW.tenant);
+        NEW.metadata := coalesce(dna.record_metadata(NEW.scope, NEW.kind, NEW.name, NEW.tenant), '{}'::jsonb);
     END IF;
     RETURN NEW;
 END
 $$;
 
 COMMENT ON FUNCTION dna.search_docs_valid_at() IS
-'BEFORE INSERT OR UPDATE trigger of the width search tables: the search document of a memory Kind '
-'(trait memory.recallable) gets valid_at = the world-time validity of its record in dna.dna_instances '
-'(NULL when there is none: always in force) and metadata = the record''s metadata (dna.memory_metadata; ''{}'' '
-'when there is none). dna.search filters on both. Other Kinds keep the valid_at and metadata written.';
+'BEFORE INSERT OR UPDATE trigger of the width search tables (dna_search_docs_valid_at, WHEN dna.valid_at_mirrored '
+'is not on): the search document of a memory Kind (trait memory.recallable) gets valid_at = the world-time '
+'validity of its record in dna.dna_instances (dna.record_valid_at; NULL when there is none: always in '
+'force) and metadata = the record''s metadata (dna.record_metadata, dna.memory_metadata; ''{}'' when there is '
+'none). dna.search filters on both. Other Kinds keep the valid_at and metadata written. The verbs that write '
+'search rows (dna.index_document, dna.index_documents, the valid_at mirror of dna.dna_instances, dna.reconcile, '
+'dna.set_search_config) give memory rows those values themselves, by statements of their own (on Citus no '
+'table is read inside a shard''s INSERT, citus-probe-3 D5), and set dna.valid_at_mirrored = on for their '
+'statement (dna.mirror_valid_at), so the trigger runs only for plain INSERTs and UPDATEs.';
 
 CREATE OR REPLACE FUNCTION dna.instances_sync_search_valid_at()
 RETURNS trigger
@@ -428,12 +479,11 @@ BEGIN
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
-    -- Only the widths of registered models can hold rows (model_id references dna_models), each probed
-    -- first and updated only where a row differs: an UPDATE that changes nothing still fires the width
-    -- table's statement triggers (the BM25 sync reads its transition tables: ~2 ms each, five per new
-    -- memory before this probe, most of a remember's cost).
-    FOR w IN SELECT DISTINCT m.dims FROM dna.dna_models AS m
-             WHERE to_regclass(format('dna.%I', 'dna_search_docs_' || m.dims)) IS NOT NULL ORDER BY 1 LOOP
+    -- Each width table probed first and updated only where a row differs: an UPDATE that changes nothing
+    -- still fires the width table's statement triggers (the BM25 sync reads its transition tables: ~2 ms
+    -- each, five per new memory before this probe, most of a remember's cost).
+    PERFORM dna.mirror_valid_at(true);                 -- these statements write the record's valid_at and metadata
+    FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM dna.%I AS t WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4
                           AND t.tenant = $5 AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6))',
                        'dna_search_docs_' || w)
@@ -444,6 +494,7 @@ BEGIN
                           AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6)', 'dna_search_docs_' || w)
             USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant, NEW.metadata;
     END LOOP;
+    PERFORM dna.mirror_valid_at(false);
     RETURN NULL;
 END
 $$;
@@ -452,8 +503,8 @@ COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
 'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at or the metadata of a memory (forget, '
 'revive, remember with valid_from/valid_to, new tags or spec.metadata) changes, copies both to the search '
 'documents of that record in every width table (every model_id), so dna.search leaves retired memories out '
-'and filters on the new metadata at once. Only the width tables of registered models are read, each probed '
-'first and updated only where a row differs (an UPDATE changing nothing still fires the BM25 statement triggers).';
+'and filters on the new metadata at once. Each width table is probed first and updated only where a row differs '
+'(an UPDATE changing nothing still fires the BM25 statement triggers).';
 
 CREATE OR REPLACE FUNCTION dna.instances_op_named()
 RETURNS trigger

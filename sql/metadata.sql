@@ -416,6 +416,7 @@ CREATE OR REPLACE FUNCTION dna.set_document_metadata(scope text, kinds text[], n
                                                      tenant text DEFAULT '', personal boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

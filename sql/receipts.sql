@@ -154,8 +154,10 @@ BEGIN
             HINT = 'query and query_embedding are given beside the other arguments; explain is the receipt''s.';
     END IF;
     PERFORM dna.receipt_required_args(verb, args);
-    -- query ($1) and query_embedding ($2) apart; every other argument from $3 (args) as its declared
-    -- type: a JSON array as an SQL array, anything else through its text.
+    -- query ($1) and query_embedding ($2) apart; every other argument of args as a literal of its
+    -- declared type: a JSON array as an SQL array, anything else through its text. Literals, not
+    -- expressions over a parameter: Citus, delegating the call to the scope's node, sent
+    -- ($3 ->> 'valid_time')::timestamptz as a cast from cstring, which the worker refused.
     call := format('dna.%I(query => $1, query_embedding => $2, explain => true', verb);
     FOR a IN SELECT n.name, format_type(t.oid, NULL) AS type, t.typcategory = 'A' AS is_array
              FROM pg_catalog.pg_proc AS p
@@ -164,11 +166,10 @@ BEGIN
              WHERE p.oid = fn AND args ? n.name
              ORDER BY n.name LOOP
         PERFORM dna.receipt_arg(verb, a.name, a.type, args -> a.name);   -- a malformed value: refused by name
-        call := call || format(', %I => %s', a.name,
-            CASE WHEN a.is_array
-                 THEN format('CASE jsonb_typeof($3 -> %1$L) WHEN ''array'' THEN ARRAY(SELECT jsonb_array_elements_text($3 -> %1$L))::%2$s '
-                             'ELSE ($3 ->> %1$L)::%2$s END', a.name, a.type)
-                 ELSE format('($3 ->> %L)::%s', a.name, a.type) END);
+        call := call || format(', %I => %L::%s', a.name,
+            CASE WHEN a.is_array AND jsonb_typeof(args -> a.name) = 'array'
+                 THEN ARRAY(SELECT jsonb_array_elements_text(args -> a.name))::text
+                 ELSE args ->> a.name END, a.type);
     END LOOP;
     RETURN call || ')';
 END
@@ -176,8 +177,8 @@ $$;
 
 COMMENT ON FUNCTION dna.receipt_call(text, jsonb) IS
 'The SQL call of dna.search / dna.recall (verb) with the named arguments of args (a JSON object: '
-'each key an argument of the installed function, each value cast to its declared type; a JSON array '
-'becomes an SQL array), query => $1, query_embedding => $2 and explain => true; args is $3. '
+'each key an argument of the installed function, each value a literal of its declared type; a JSON array '
+'becomes an SQL array), query => $1, query_embedding => $2 and explain => true ($3 stays args). '
 '22023 when args is not an object, or names an argument the function lacks, or names query, '
 'query_embedding or explain (given apart); a value that does not cast to its argument''s type raises '
 'the cast''s SQLSTATE naming the argument (dna.receipt_arg).';
@@ -337,6 +338,7 @@ COMMENT ON FUNCTION dna.receipt_run(text, jsonb, text, vector) IS
 CREATE OR REPLACE FUNCTION dna.take_receipt(verb text, args jsonb, keep_query boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -445,6 +447,7 @@ CREATE OR REPLACE FUNCTION dna.replay(receipt_id uuid, query text DEFAULT NULL, 
                                       now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

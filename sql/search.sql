@@ -24,6 +24,7 @@ CREATE OR REPLACE FUNCTION dna.search(
     past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL, filter jsonb DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

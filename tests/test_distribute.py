@@ -45,6 +45,22 @@ def test_without_citus_refuses_clearly_and_changes_nothing(sql, call):
     assert _catalog(sql) == before
 
 
+def test_citus_placement_names_every_pg_dist_partition_row(sql):
+    """Every branch of the placement CASE on one server (D1: its last branch failed where Citus
+    is installed, and only there did dna.citus_placement reach it)."""
+    cases = [(None, None, "local"), ("h", "s", "distributed"), ("h", "c", "distributed"), ("n", "t", "reference"),
+             ("n", "s", "citus_local"), ("a", "c", "citus:a"), ("r", "c", "citus:r"), ("x", None, "citus:x")]
+    for method, model, expected in cases:
+        got = sql.execute('SELECT dna.citus_placement_name(%s::"char", %s::"char")', (method, model)).fetchone()[0]
+        assert got == expected, (method, model)
+    assert sql.execute("SELECT dna.citus_placement('dna.dna_instances')").fetchone()[0] == "local"
+
+
+def test_undistribute_refuses_without_citus(sql):
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="dna.undistribute: Citus is not installed"):
+        sql.execute("SELECT dna.undistribute()")
+
+
 def test_distribute_refuses_a_bad_shard_count(sql):
     for bad in (0, -1, 64001):
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="shard_count"):
@@ -102,10 +118,11 @@ def test_distribution_reports_the_single_node_state(sql):
     assert by_table["dna.dna_instances"]["truncate_triggers"] == 0
     names = {f["function"].split("(")[0] for f in state["functions"]}
     assert names == {"dna.search", "dna.bm25", "dna.recall", "dna.remember", "dna.forget", "dna.revive",
-                     "dna.consolidate", "dna.list_memories"}
+                     "dna.consolidate", "dna.list_memories", "dna.index_document", "dna.index_documents",
+                     "dna.delete_document", "dna.redact", "dna.reconcile", "dna.bm25_compact_scope"}
     assert not any(f["delegated"] for f in state["functions"])
     forced = {r[0].split("(")[0] for r in sql.execute("SELECT fn::text FROM dna.delegated_verbs() WHERE force_delegation")}
-    assert forced == {"dna.search", "dna.bm25"}
+    assert forced == {"dna.search", "dna.bm25", "dna.bm25_compact_scope"}
 
 
 # -- dna.clear_width -----------------------------------------------------------------------------

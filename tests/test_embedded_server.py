@@ -7,6 +7,7 @@ Each test starts its own embedded server under a temporary DNA_HOME (the session
 the superuser's on purpose: it creates and drops databases)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -105,9 +106,12 @@ def test_db_up_waits_for_a_dying_postmaster(home):
 def test_db_up_failure_names_the_log_and_does_not_loop(home, monkeypatch):
     home.mkdir(parents=True)
     (home / "pgdata").write_text("not a directory")                    # the server cannot start here
+    # It retries for a server going away (START_WAIT, 30 s), then gives up: 2 s here.
+    monkeypatch.setattr(server, "start", functools.partial(server.start, wait=2.0))
     result = _cli("db", "up", code=1)
     message = " ".join(result.stderr.split())
     assert "could not start the embedded PostgreSQL" in message and "server log:" in message
+    assert "within 2 s" in message
     assert "dna db up" not in message
 
 

@@ -1,5 +1,5 @@
 """dna-fake-hash-v1: the SQL function and the Python provider reproduce the reference goldens
-bit-for-bit as float32 (shared/conformance/dna/fake-embedding-golden.json)."""
+bit-for-bit as float32 (tests/data/conformance/dna/fake-embedding-golden.json, tests/data/README.md)."""
 from __future__ import annotations
 
 import json
@@ -8,10 +8,10 @@ from array import array
 
 import pytest
 
-from conftest import SHARED
+from conftest import DATA
 from pydna.embeddings import FakeEmbeddingProvider, fake_embed_one
 
-GOLDEN = json.loads((SHARED / "conformance" / "dna" / "fake-embedding-golden.json").read_text())
+GOLDEN = json.loads((DATA / "conformance" / "dna" / "fake-embedding-golden.json").read_text())
 CASES = sorted(GOLDEN["vectors"].items())
 
 

@@ -1,17 +1,18 @@
-"""A filter that keeps 1% of 20,000 rows still yields k hits: filters run inside each lane and the
-HNSW lane uses pgvector's iterative index scans instead of stopping at ef_search candidates."""
+"""A filter that keeps 1% of 5,000 rows still yields k hits: filters run inside each lane and the
+HNSW lane uses pgvector's iterative index scans instead of stopping at ef_search candidates (100 for
+k = 10: about one match among them, as test_without_iterative_scans_the_filter_would_starve shows)."""
 from __future__ import annotations
 
 import psycopg
 import pytest
 
-ROWS = 20_000
+ROWS = 5_000
 MODEL = "dna-fake-hash-v1"
 
 
 @pytest.fixture(scope="module")
 def big_db(pg_server, dna_template):
-    """One database for the module: loading 20,000 rows once keeps the suite fast."""
+    """One database for the module: loading 5,000 rows once keeps the suite fast."""
     name = f"dna_big_{id(pg_server)}"
     with pg_server.janitor(name, template=dna_template):
         with psycopg.connect(pg_server.dsn(name), autocommit=True) as conn:
@@ -25,7 +26,7 @@ def big(big_db):
 
 def _load(sql):
     # Direct bulk insert of random unit vectors (a fixture shortcut; search is what is under test).
-    # The HNSW index is rebuilt after the load: one bulk build is far faster than 20,000 inserts.
+    # The HNSW index is rebuilt after the load: one bulk build is far faster than 5,000 inserts.
     sql.execute("SELECT setseed(0.42)")
     sql.execute("DROP INDEX dna.dna_search_docs_384_embedding_hnsw")
     sql.execute(f"""
@@ -81,6 +82,19 @@ def test_selective_filter_still_returns_k_dense_hits(big, filter_sql, check, for
     assert len(rows) == 10
     assert all(check(kind, name) for kind, name, _ in rows)
     assert [r[2] for r in rows] == list(range(1, 11))
+
+
+def test_without_iterative_scans_the_filter_would_starve(big):
+    """The premise: the HNSW scan that stops at ef_search candidates (dna.search's 100 for k = 10)
+    finds fewer than k rows of the 1% kind, so the k hits above come from the iterative scan."""
+    with pytest.raises(Rollback), big.transaction():
+        force_hnsw(big)
+        big.execute("SET LOCAL hnsw.iterative_scan = off")
+        big.execute("SET LOCAL hnsw.ef_search = 100")
+        rows = big.execute(f"SELECT name FROM dna.dna_search_docs_384 AS t WHERE t.scope = 'big' AND t.kind = 'Rare' "
+                           f"ORDER BY t.embedding <=> {QUERY_VEC} LIMIT 10").fetchall()
+        raise Rollback
+    assert len(rows) < 10
 
 
 def test_hnsw_index_is_used_by_the_dense_lane(big):

@@ -50,11 +50,13 @@ def test_upgrade_from_0016_answers_the_same_and_downgrades(empty_dsn):
         snippets_0016 = conn.execute("SELECT name, snippet FROM dna.dna_search_docs_384 WHERE scope = 's' "
                                      "AND name = ANY (%s) ORDER BY name", ([n for _k, n, _b in docs[1:15]],)).fetchall()
         assert len(snippets_0016) == 14
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, "0017_recall_past_ingest")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert "WHEN (dna.kind_has_trait(new.kind, 'memory.recallable'::text))" in conn.execute(TRIGGER).fetchone()[0]
+    migrate.upgrade(empty_dsn, "head")                            # 0019's WHEN reads a setting (tests/test_write_path.py)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert _chunks(conn) == chunks                            # nothing rebuilt by the upgrade
-        assert "WHEN (dna.kind_has_trait(new.kind, 'memory.recallable'::text))" in conn.execute(TRIGGER).fetchone()[0]
         # loads after the upgrade: a new segment equal to the previous build's, answers as one scope loaded at 0016
         _index(conn, "s", docs[1500:])
         seg = conn.execute("SELECT max(seg_id) FROM dna.dna_bm25_segments").fetchone()[0]

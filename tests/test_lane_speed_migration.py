@@ -9,7 +9,7 @@ import json
 
 import psycopg
 
-from conftest import SHARED
+from conftest import DATA
 from pydna import migrate
 
 MODEL = "dna-fake-hash-v1"
@@ -19,7 +19,7 @@ QUERIES = ["vitamin D deficiency and bone fractures", "gene expression in cancer
 
 
 def _corpus(n=300):
-    with open(SHARED / "data" / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+    with open(DATA / "scifact" / "corpus-400.jsonl", encoding="utf-8") as fh:  # tests/data/README.md
         return [json.loads(line) for _, line in zip(range(n), fh)]
 
 

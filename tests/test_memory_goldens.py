@@ -1,6 +1,6 @@
 """Every memory-scoring golden of the DNA SDK reproduced by the SQL functions, through plain SQL.
 
-Goldens: ../shared/conformance/dna/memory-scoring.json (ruinosus/dna, MIT). Floats to 1e-12.
+Goldens: tests/data/conformance/dna/memory-scoring.json (ruinosus/dna, MIT; tests/data/README.md). Floats to 1e-12.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from psycopg.types.json import Jsonb
 
-GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "dna" / "memory-scoring.json"
+GOLDEN = Path(__file__).resolve().parent / "data" / "conformance" / "dna" / "memory-scoring.json"
 CASES = json.loads(GOLDEN.read_text(encoding="utf-8"))
 TOL = 1e-12
 

@@ -10,7 +10,7 @@ import json
 
 import psycopg
 
-from conftest import SHARED
+from conftest import DATA
 from pydna import migrate
 from test_bm25 import _postings_are_exact
 
@@ -21,7 +21,7 @@ QUERIES = ["vitamin D deficiency and bone fractures", "gene expression in cancer
 
 
 def _corpus(n=400):
-    with open(SHARED / "data" / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+    with open(DATA / "scifact" / "corpus-400.jsonl", encoding="utf-8") as fh:  # tests/data/README.md
         return [json.loads(line) for _, line in zip(range(n), fh)]
 
 

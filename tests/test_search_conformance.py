@@ -1,4 +1,4 @@
-"""The search conformance cases of shared/conformance/README.md, run once through plain SQL and
+"""The search conformance cases of tests/data/conformance/README.md, run once through plain SQL and
 once through the Python client. Both drivers answer the same questions the same way."""
 from __future__ import annotations
 

@@ -663,3 +663,40 @@ def test_set_search_config_is_an_operator_function_with_a_clear_refusal(world, s
     assert err.value.sqlstate == "42501"
     assert "operator function" in err.value.diag.message_primary and "GRANT" in err.value.diag.message_hint
     assert sql.execute("SELECT dna.set_search_config('acme', fusion => 'rrf')").fetchone()[0]["fusion"] == "rrf"
+
+
+def test_revoke_app_role_offboards_so_the_role_can_be_dropped(sql, dna_dsn):
+    """dna.revoke_app_role, the inverse of dna.grant_app_role: afterwards the role reads nothing,
+    its map rows are gone (copied to the workers on Citus) and DROP ROLE succeeds while the database
+    lives (on Citus the REVOKEs reach every shard: D10 of ../shared/research/citus-probe-3.md). The
+    rows it wrote stay."""
+    role = f"dna_t_leaver_{SUFFIX}"
+    sql.execute(f"DROP ROLE IF EXISTS {role}")
+    sql.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+    try:
+        sql.execute("SELECT dna.grant_app_role(%s)", (role,))
+        sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, 'leaver-oid')", (role,))
+        sql.execute("INSERT INTO dna.dna_workspace_members (workspace, role_name) VALUES (%s, %s)", (WS_A, role))
+        sync_maps(sql)
+        params = conninfo_to_dict(dna_dsn)
+        params.update(user=role, password=PASSWORD)
+        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+            conn.execute("SELECT dna.remember(%s, %s, name => 'leaver-note', personal => true)",
+                         (S, Jsonb({"summary": "a note to self"})))
+            conn.execute("SELECT dna.remember(%s, %s, name => 'leaver-shared', tenant => %s)",
+                         (S, Jsonb({"summary": "a shared note"}), WS_A))
+        report = sql.execute("SELECT dna.revoke_app_role(%s)", (role,)).fetchone()[0]
+        assert report == {"role": role, "identities_removed": 1, "memberships_removed": 1}
+        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT count(*) FROM dna.dna_instances")
+        sql.execute(f"DROP ROLE {role}")
+        assert one(sql, "SELECT count(*) FROM dna.dna_instances WHERE name LIKE 'leaver-%%'") == 2
+        assert one(sql, "SELECT count(*) FROM dna.dna_identities WHERE oid = 'leaver-oid'") == 0
+    finally:
+        sql.execute(f"DROP OWNED BY {role}" if one(sql, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,))
+                    else "SELECT 1")
+        sql.execute(f"DROP ROLE IF EXISTS {role}")
+    with pytest.raises(psycopg.Error) as err:
+        sql.execute("SELECT dna.revoke_app_role('dna_no_such_role')")
+    assert err.value.sqlstate == "22023"

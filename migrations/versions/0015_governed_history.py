@@ -35,6 +35,14 @@ memory into a tombstone and removes its text from every version, search row and 
 members of the role ``dna_redactor`` (created here if missing, NOLOGIN; a DBA grants it) may redact,
 and the owner of a personal memory may redact their own.
 
+Installed by a database owner (issue 23, P1/P2): ``dna_redactor`` is the cluster's, so a database owner
+on a managed service may find it made by someone else, or may lack CREATEROLE to make it. Where the
+installer may create and comment it (a superuser; CREATEROLE with the role absent, or on PostgreSQL
+15, or held WITH ADMIN OPTION on 16+: ``MAY_OWN_REDACTOR``) the revision runs ``REDACTOR`` as
+released. Otherwise ``REDACTOR_GIVEN`` runs: a ``dna_redactor`` that exists is used as it is (one
+NOTICE says so; its comment and grants are its maker's), and without the role it stops (42501) naming
+the statement an administrator runs: ``CREATE ROLE dna_redactor NOLOGIN``.
+
 Downgrade drops the trigger, runs the text of ``memory.sql`` as 0012_first_day released it
 (``versions/0012_first_day/memory.sql``) and drops the functions this revision added.
 """
@@ -42,7 +50,7 @@ import re
 import sys
 from pathlib import Path
 
-from alembic import op
+from alembic import context, op
 from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
@@ -94,11 +102,49 @@ COMMENT ON ROLE dna_redactor IS 'pydna: members may erase memories with dna.reda
 """
 
 
+# Whether the installer may run REDACTOR (create dna_redactor if missing, then COMMENT ON ROLE): a
+# superuser; or CREATEROLE, where the role is absent (its creator holds it WITH ADMIN OPTION), or the
+# server is 15 (CREATEROLE alone may comment any non-superuser role), or the installer holds it WITH
+# ADMIN OPTION (16+). CASE: pg_has_role fails on a role that does not exist.
+MAY_OWN_REDACTOR = """
+SELECT r.rolsuper OR (r.rolcreaterole AND CASE
+           WHEN NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dna_redactor') THEN true
+           WHEN current_setting('server_version_num')::int < 160000 THEN true
+           ELSE pg_catalog.pg_has_role(current_user, 'dna_redactor', 'MEMBER WITH ADMIN OPTION') END)
+FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user
+"""
+
+# Where the installer may not (a database owner without CREATEROLE, or a dna_redactor another role
+# made and holds on 16+): the role is used as it is, or the install stops saying who makes it.
+REDACTOR_GIVEN = """
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dna_redactor') THEN
+        RAISE EXCEPTION 'role dna_redactor does not exist, and role % may not create it (it has no CREATEROLE)',
+            current_user
+            USING ERRCODE = '42501',
+                  HINT = 'An administrator runs: CREATE ROLE dna_redactor NOLOGIN; (or gives this role CREATEROLE), '
+                         'then run dna db upgrade again. Its members may erase memories with dna.redact.';
+    END IF;
+    RAISE NOTICE 'role dna_redactor exists and role % may not comment on it or grant it: it is used as it is '
+                 '(its members may erase memories with dna.redact; whoever holds it WITH ADMIN OPTION grants it: '
+                 'GRANT dna_redactor TO <role>)', current_user;
+END
+$$;
+"""
+
+
+def _may_own_redactor() -> bool:
+    if context.is_offline_mode():
+        return True  # --sql renders the text as released (a DBA reviews it; a superuser runs it)
+    return bool(op.get_bind().exec_driver_sql(MAY_OWN_REDACTOR).scalar())
+
+
 def upgrade() -> None:
     for name in MEMORY_FILES:
         op.execute(read_sql(name, frozen_in=revision))  # as released (0016 replaced them)
     op.execute(text(APPEND_ONLY.replace(":", "\\:")))
-    op.execute(text(REDACTOR.replace(":", "\\:")))
+    op.execute(text((REDACTOR if _may_own_redactor() else REDACTOR_GIVEN).replace(":", "\\:")))
 
 
 def downgrade() -> None:

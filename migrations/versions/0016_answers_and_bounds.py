@@ -81,6 +81,12 @@ id, valid_at) for ``UNIQUE (scope, id)`` (btree): a reconsolidation UPDATE scann
 while its own new row versions split the index's root page left live entries marked dead (PostgreSQL
 18.6), so later index scans missed memories (``before_writepath.sql``, which first refuses, 23505, two
 records of a scope sharing an id; ``undo_writepath.sql`` restores the exclusion).
+
+Servers this revision was not released for (issue 23, M1): ``ALTER COLUMN … SET EXPRESSION`` exists
+from PostgreSQL 17 on. On 15 and 16 the fragments named in ``BELOW_17`` run from
+``versions/0016_answers_and_bounds/below_17/`` instead, which drop the generated ``tsv`` and add it
+again with the same expression (the same values; ``tsv`` becomes the table's last column). On 17+ the
+revision runs exactly the statements it was released with (tests/test_server_versions.py pins them).
 """
 import sys
 from pathlib import Path
@@ -88,7 +94,7 @@ from pathlib import Path
 from alembic import op
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # migrations/ holds sql_files
-from sql_files import defined_functions, read_sql  # noqa: E402
+from sql_files import below, defined_functions, read_sql  # noqa: E402
 
 revision = "0016_answers_and_bounds"
 down_revision = "0015_governed_history"
@@ -114,6 +120,16 @@ CHANGED = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "
            "memory_scoring.sql", "memory_write.sql", "memory_verbs.sql", "receipts.sql", "tenancy.sql")
 
 
+# The fragments whose released text needs PostgreSQL 17 (ALTER COLUMN … SET EXPRESSION); on 15 and 16
+# their below_17/ text runs instead.
+BELOW_17 = ("after_bounds.sql", "undo_bounds.sql")
+
+
+def _fragment_dir(fragment: str) -> str:
+    """Where the text of ``fragment`` for this server is: below_17/ on PostgreSQL 15 and 16."""
+    return f"{revision}/below_17" if fragment in BELOW_17 and below(170000) else revision
+
+
 def changed_files() -> list[str]:
     """The plane files this revision re-runs, in ORDER."""
     return [name for name in ORDER if name in CHANGED]
@@ -136,16 +152,16 @@ def _added_functions() -> list[str]:
 
 def upgrade() -> None:
     for fragment in _fragments("before"):
-        op.execute(read_sql(fragment, frozen_in=revision))
+        op.execute(read_sql(fragment, frozen_in=_fragment_dir(fragment)))
     for name in changed_files():
         op.execute(read_sql(name, frozen_in=revision))  # as released (0017 replaced some)
     for fragment in _fragments("after"):
-        op.execute(read_sql(fragment, frozen_in=revision))
+        op.execute(read_sql(fragment, frozen_in=_fragment_dir(fragment)))
 
 
 def downgrade() -> None:
     for fragment in _fragments("undo"):
-        op.execute(read_sql(fragment, frozen_in=revision))
+        op.execute(read_sql(fragment, frozen_in=_fragment_dir(fragment)))
     added = _added_functions()
     if added:
         op.execute(" ".join(f"DROP FUNCTION IF EXISTS dna.{name};" for name in added))

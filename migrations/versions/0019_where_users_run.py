@@ -21,6 +21,48 @@ reads ``enable_presorted_aggregate`` with ``missing_ok`` and sets it only where 
 presorted aggregates, so each posting list's ``array_agg(… ORDER BY …)`` sorts alone there, the plan the
 setting asks for on 16+. Same rows on 16+. No schema change.
 
+distribute (issue 24, D1 and D2 of ``../shared/research/citus-probe-3.md``: ``SELECT dna.distribute()``
+failed on every Citus cluster). D1: the CASE of ``dna.citus_placement`` is the new pure
+``dna.citus_placement_name(partmethod, repmodel)`` (SQL, IMMUTABLE), whose last branch casts the
+``"char"`` method to text (``'citus:' || method`` had no unique operator, 42725; one server never
+reached the line, since the function returns before it where ``pg_dist_partition`` is absent).
+D2: ``dna.distribute`` reads the plan as table names, all of them before its first step, and resolves
+each name at its step: ``create_reference_table`` of ``dna_models`` turns the width tables into Citus
+local tables, and Citus keeps a converted table's old OID for its shard, so the OIDs read before named
+shards ("relation … is a shard relation"); the report lists names. No schema change.
+
+receipts_key (issue 24, D3): ``dna_search_receipts``' primary key is ``(scope, receipt_id)`` (Citus
+refuses a key without the distribution column; it was ``receipt_id`` alone), plus a plain index on
+``receipt_id`` for ``dna.replay``, which finds a receipt by its id (one probe per shard on Citus).
+``before_receipts_key.sql``; ``undo_receipts_key.sql`` restores 0016's key. Rows are kept as they are.
+
+write_path (issue 24, D4, D5, D7 and D8 of ``../shared/research/citus-probe-3.md``: on Citus no write
+path worked; issue 26 item 2: one BM25 upkeep per statement). The BM25 index is still kept by the
+statement triggers of every width table (``dna.bm25_sync``), whoever writes the rows, a verb or plain
+SQL; on Citus they fire on the shard and write the co-located index tables there. D8: they read the
+transition tables only in statements that read no other table, into arrays per partition, and write
+the index from those (``dna.bm25_index_docs``, ``dna.bm25_remove_docs``: every statement filters one
+scope), by static SQL (plans kept) instead of a dynamic CTE planned at every firing; a firing without
+rows does nothing. D7: a segment's id is its partition's next (``dna.bm25_next_seg``: the highest + 1,
+claimed by a transaction-level advisory lock; increasing within a partition as the sequence's were), so
+``dna_bm25_seg_id_seq`` goes (``after_write_path.sql``; ``dna.grant_app_role`` grants the staging table
+without it). D5: the ``dna_search_docs_valid_at`` trigger's WHEN clause reads a setting, no table
+(``current_setting('dna.valid_at_mirrored', true) IS DISTINCT FROM 'on'``); ``dna.index_document``,
+``dna.index_documents``, the ``dna_instances`` valid_at mirror and ``dna.set_search_config`` give memory
+rows their record's valid_at by statements of their own (``dna.record_valid_at``) and set the setting
+for their statement (``dna.mirror_valid_at``), so the trigger runs for plain INSERTs and UPDATEs only.
+D4: ``dna.index_documents`` deletes passages by ``doc_id`` (the unique ``(scope, doc_id)`` index), not
+``ctid``. ``dna.index_document`` runs its passage DELETE only when the document has passages (one probe
+reads passage 0 and whether passage 1 exists): two trigger firings per call, one of them with rows.
+Compaction moves to the new plane file ``sql/bm25_compact.sql``; ``dna.bm25_compact`` calls
+``dna.bm25_compact_scope`` once per scope, which ``dna.distribute`` delegates by scope (forced), as it
+now delegates ``index_document``, ``index_documents``, ``delete_document``, ``redact`` and ``reconcile``.
+On Citus each node draws doc_ids from its own range of the sequence (2^48 apart), and a packed posting
+holds a 33-bit offset: a segment build (bulk statement, seal, merge) writes one segment per run of
+doc_ids that fits (``dna.bm25_doc_ranges``; a merge across node ranges refused with 54000 before).
+``undo_write_path.sql`` restores 0017's trigger and the sequence, set past every seg_id. Same rows, same
+answers on one server.
+
 edges (issue 27 item 8, a fuzz of every ``dna.*`` function an application role may call): no text reaches
 dynamic SQL unquoted and no helper's work is unbounded. ``dna.receipt_arg`` reads its ``type`` with
 ``to_regtype`` (22023 when it names no type) and casts to that type, so ``'text, (SELECT 1/0)'`` is refused
@@ -32,6 +74,15 @@ characters of each name (an 80,000-character text ran past 5 s); ``dna.take_rece
 ``dna.receipt_call`` refuse args without an argument that has no default (22023 naming ``args.scope``,
 new ``dna.receipt_required_args``) instead of failing 42883 "function dna.search(…) does not exist".
 Answers for valid input unchanged. No schema change.
+
+jit (issue 23, found running the suite on Debian's PostgreSQL 15, whose server has LLVM JIT on, as
+PostgreSQL's default and Amazon RDS's are; the embedded 18 has no JIT): the verbs' plans are many
+short statements whose row estimates (unnest, set-returning functions) pass ``jit_above_cost``, and a
+JIT compile is not cached across executions, so every call compiled them again: one
+``dna.bm25_lane`` call took 2.9 s with JIT and 88 ms without on the same data. The entry points that
+run statements over the tables (search, BM25 lane/explain/compaction and its statement trigger,
+indexing, the memory verbs, integrity, receipts: 30 functions in 13 plane files) carry ``SET jit =
+off``, which holds for every function they call. Same rows; no schema change.
 
 metadata (issue 25 items 1 and 3 of its list: metadata filters inside the lanes, date ranges): documents and
 memories carry ``metadata jsonb`` (``before_metadata.sql``: a column ``NOT NULL DEFAULT '{}'`` on
@@ -94,7 +145,7 @@ depends_on = None
 
 # The plane files in the order a fresh install runs them.
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "metadata.sql", "bm25.sql", "bm25_lane.sql",
-         "bm25_write.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
+         "bm25_write.sql", "bm25_compact.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
          "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql",
          "memory_contradictions.sql",
@@ -108,7 +159,7 @@ _BY_0018 = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "docu
 _BY_0017 = ("bm25_write.sql", "memory_ranking.sql", "memory_contradictions.sql", "consolidate.sql")
 _BY_0016 = ("embedding.sql", "bm25_lane.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("metadata.sql", "memory_batch.sql", "conversations.sql")
+NEW: tuple[str, ...] = ("bm25_compact.sql", "metadata.sql", "memory_batch.sql", "conversations.sql")
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0018_citus_ready" if name in _BY_0018 else
                    "0017_recall_past_ingest" if name in _BY_0017 else
@@ -118,10 +169,11 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "metadata.sql", "bm25_write.sql",
-                            "search.sql", "memory_kinds.sql", "memory_write.sql", "memory_verbs.sql",
-                            "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "receipts.sql",
-                            "tenancy.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "metadata.sql", "bm25.sql",
+                            "bm25_lane.sql", "bm25_write.sql", "bm25_compact.sql", "documents.sql", "search.sql",
+                            "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
+                            "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql",
+                            "memory_integrity.sql", "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
@@ -165,6 +217,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    _run("guard_downgrade.sql", revision)           # refuses where Citus holds dna tables (D6)
     for fragment in _fragments("undo"):
         _run(fragment, revision)
     for name in _added_functions():

@@ -32,8 +32,12 @@ def _need(modules: tuple[str, ...], extra: str, command: str) -> None:
 
 
 def _dsn(ctx: click.Context) -> str:
-    """The global --dsn / DNA_DATABASE_URL, else the embedded server (started if needed)."""
-    dsn = ctx.find_root().params.get("dsn")
+    """The global --dsn / DNA_DATABASE_URL (before or after the command), else the embedded server
+    (started if needed)."""
+    from pydna.cli_common import CliState
+
+    state = ctx.find_object(CliState)
+    dsn = state.dsn if state is not None else None
     from pydna.client import resolve_dsn
 
     try:
