@@ -23,7 +23,6 @@ import pydna
 from pydna import FakeEmbeddingProvider, Record, migrate
 from test_bulk_segments import documents
 
-from .citus_env import CITUS_DSN, reset_and_distribute
 
 MODEL = "dna-fake-hash-v1"
 NOW = "2026-06-01T12:00:00Z"
@@ -40,11 +39,12 @@ def _dsn(base: str, **kw) -> str:
 
 
 @pytest.fixture(scope="module")
-def worlds():
+def worlds(cluster, citus_database):
     """(citus, twin) superuser DSNs and the application role's DSN on each."""
-    reset_and_distribute(CITUS_DSN)
+    citus_database.reset()
+    CITUS_DSN = citus_database.dsn                                  # this module's distributed database
     twin = _dsn(CITUS_DSN, dbname=TWIN)
-    with psycopg.connect(CITUS_DSN, autocommit=True) as admin:
+    with psycopg.connect(cluster.dsn, autocommit=True) as admin:         # roles made here reach the workers
         admin.execute(f'DROP DATABASE IF EXISTS "{TWIN}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{TWIN}"')               # the coordinator's server, no citus extension
         admin.execute(f'DROP ROLE IF EXISTS "{ROLE}"')
@@ -58,9 +58,10 @@ def worlds():
         conn.execute("SELECT dna.sync_tenancy_maps()")
         assert conn.execute("SELECT dna.distribution() -> 'distributed'").fetchone()[0] is True
     yield {"citus": (CITUS_DSN, _dsn(CITUS_DSN, user=ROLE)), "twin": (twin, _dsn(twin, user=ROLE))}
-    with psycopg.connect(CITUS_DSN, autocommit=True) as admin:
+    with psycopg.connect(CITUS_DSN, autocommit=True) as conn:
+        conn.execute("SELECT dna.revoke_app_role(%s)", (ROLE,))
+    with psycopg.connect(cluster.dsn, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{TWIN}" WITH (FORCE)')
-        admin.execute(f'DROP OWNED BY "{ROLE}"')
         admin.execute(f'DROP ROLE IF EXISTS "{ROLE}"')
 
 
