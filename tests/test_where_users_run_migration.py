@@ -14,7 +14,8 @@ NO_JIT = ("SELECT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'dna'::regn
           "AND 'jit=off' = ANY (p.proconfig) ORDER BY 1")
 ENTRY_POINTS = {"search", "bm25", "bm25_explain", "bm25_lane", "bm25_compact", "bm25_sync", "index_document",
                 "index_documents", "index_staged", "remember", "recall", "forget", "revive", "list_memories",
-                "consolidate", "redact", "verify_integrity", "reconcile", "take_receipt", "replay"}
+                "consolidate", "redact", "verify_integrity", "reconcile", "take_receipt", "replay",
+                "remember_many", "remember_conversation", "conversation_plan", "set_document_metadata"}
 
 
 def test_upgrade_from_0018_answers_the_same_and_downgrades(empty_dsn):
