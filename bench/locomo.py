@@ -1,4 +1,5 @@
-"""LoCoMo dev split: does ``dna.recall`` find the evidence turns at least as well as ``dna.search``?
+"""LoCoMo dev split: does ``dna.recall`` find the evidence turns at least as well as ``dna.search``,
+through the conversation verb and through the old one-memory-per-turn path?
 
 Data and protocol: ``../shared/data/locomo-dev/`` (README there; LoCoMo, Maharana et al., ACL 2024,
 CC BY-NC 4.0, evaluation only). Two conversations (conv-26, conv-30), one scope each:
@@ -10,6 +11,11 @@ CC BY-NC 4.0, evaluation only). Two conversations (conv-26, conv-30), one scope 
   embedded by the ONNX provider (all-MiniLM-L6-v2 int8, ``w8a8``) through ``bench/embcache.py``;
 - every question of category 1–4 (5 is adversarial: skipped) is asked with k = 10 at the sample's
   last session date-time, read-only (``reconsolidate => false``);
+- and, the conversation path: each sample is one conversation handed to
+  ``dna.remember_conversation`` (a turn = ``{speaker, text, session, id: dia_id}``, the sessions' date-times as
+  ``sessions``), once per ``--context-turns`` value (the turns before each turn its indexed text holds; default:
+  ``dna.conversation_context_turns()``), into a scope of its own, its texts from ``dna.conversation_plan`` embedded by
+  the same provider; a hit ``<sample>/<dia_id>`` is the turn ``dia_id``;
 - evidence ids are normalised (``"D8:6; D9:17"`` split, ``D:11:26`` → ``D11:26``, ``D30:05`` →
   ``D30:5``), ids of turns that do not exist dropped, questions left without evidence skipped
   (231 scored questions);
@@ -17,7 +23,11 @@ CC BY-NC 4.0, evaluation only). Two conversations (conv-26, conv-30), one scope 
   questions; any@10 = at least one evidence turn in the top 10.
 
 Systems, each called once per question, interleaved (question by question, every system in turn)
-so that their timings share the machine's load:
+so that their timings share the machine's load. The conversation path (``--context-turns C``, one scope
+per value): ``recall C`` (``dna.recall`` over Kind Turn, read-only, with recall's defaults) and ``search
+C`` (``dna.search`` over Kind Turn), and, for the last C, ``recall C + context 1``: the same recall with
+``context => 1``, scored on its hits together with the turns it shows beside each (what an agent reads:
+up to 30 turns, so its R@5/R@10 are not those of a top 10); the old per-turn path:
 
 - ``recall``: ``dna.recall`` read-only (hybrid: dense + lexical lanes, memory re-rank);
 - ``recall lexical``: ``dna.recall`` without a query embedding;
@@ -43,7 +53,7 @@ were evidence.
 Usage (from the repository root; the embedded server of ``--home`` is started when no ``--dsn``)::
 
     .venv/bin/python bench/locomo.py --data ../shared/data/locomo-dev/locomo-dev.json [--dsn DSN] [--home /tmp/pydna-locomo] [--reuse]
-        [--systems recall,recall lexical,...] [--recall-variant NAME=EXPR ...]
+        [--systems recall,search,...] [--recall-variant NAME=EXPR ...] [--context-turns 0,1,2]
         [--out bench/results/locomo.json]
 
 ``--reuse`` keeps the database ``dna_bench_locomo`` when it already holds the dev turns (only the
@@ -81,6 +91,12 @@ RECALL_ARGS = ("%(scope)s, %(q)s, %(vec)s, %(model)s, kinds => '{Engram}', k => 
                "reconsolidate => false, now => %(now)s")
 RECALL_LEX_ARGS = ("%(scope)s, %(q)s, NULL, %(model)s, kinds => '{Engram}', k => 10, "
                    "reconsolidate => false, now => %(now)s")
+# The conversation path: a scope per context_turns value, its turns of Kind Turn.
+CONV_RECALL_ARGS = ("%(conv)s, %(q)s, %(vec)s, %(model)s, kinds => '{Turn}', k => 10, "
+                    "reconsolidate => false, now => %(now)s")
+CONV_SEARCH_SQL = ("SELECT coalesce(jsonb_agg(jsonb_build_object('name', s.name, 'score', s.score) ORDER BY s.score DESC, "
+                   "s.kind, s.name, s.tenant), '[]') FROM dna.search(%(conv)s, %(q)s, %(vec)s, %(model)s, k => 10, "
+                   "kinds => '{Turn}', valid_time => %(now)s) AS s")
 SEARCH_SQL = ("SELECT coalesce(jsonb_agg(jsonb_build_object('name', s.name, 'score', s.score) ORDER BY s.score DESC, "
               "s.kind, s.name, s.tenant), '[]') FROM dna.search(%(scope)s, %(q)s, {vec}, %(model)s, k => 10, "
               "kinds => '{{Engram}}', valid_time => %(now)s{weights}) AS s")
@@ -142,7 +158,7 @@ def load_samples(path: Path) -> list[dict]:
             at = parse_session_time(conv[f"session_{n}_date_time"])
             for t in conv[key]:
                 turns.append({"name": t["dia_id"], "text": f"{t['speaker']}: {t['text']}".strip(), "now": at,
-                              "session": n})
+                              "session": n, "speaker": t["speaker"], "said": t["text"].strip() or "…"})
         ids = {t["name"] for t in turns}
         last = max(t["now"] for t in turns)
         questions = []
@@ -166,7 +182,7 @@ def provider(compute: str = "w8a8"):
     return CachedEmbedder(OnnxEmbeddingProvider(compute=compute))
 
 
-def database(server_dsn: str, reuse: bool, samples: list[dict], emb) -> tuple[str, bool]:
+def database(server_dsn: str, reuse: bool, samples: list[dict], emb, contexts: list[int | None] = ()) -> tuple[str, bool]:
     """The bench database's DSN (migrated to head) and whether it was (re)loaded."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -182,7 +198,12 @@ def database(server_dsn: str, reuse: bool, samples: list[dict], emb) -> tuple[st
             with psycopg.connect(dsn) as conn:
                 have = conn.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE kind = 'Engram' "
                                     "AND scope LIKE 'locomo-%%' AND model_id = %s", (emb.model_id,)).fetchone()[0]
+                conv = {c: conn.execute("SELECT count(*) FROM dna.dna_instances WHERE kind = 'Turn' AND scope = ANY (%s)",
+                                        ([conv_scope(s, c) for s in samples],)).fetchone()[0] for c in contexts}
             if have == want:
+                for c, n in conv.items():
+                    if n != want:
+                        remember_conversations(dsn, samples, emb, c)
                 return dsn, False
         except psycopg.Error:
             pass
@@ -191,6 +212,8 @@ def database(server_dsn: str, reuse: bool, samples: list[dict], emb) -> tuple[st
         conn.execute(f'CREATE DATABASE "{DATABASE}"')
     migrate.upgrade(dsn)
     remember_all(dsn, samples, emb)
+    for c in contexts:
+        remember_conversations(dsn, samples, emb, c)
     return dsn, True
 
 
@@ -218,9 +241,55 @@ def remember_all(dsn: str, samples: list[dict], emb) -> None:
         conn.execute(f"VACUUM ANALYZE dna.dna_search_docs_{emb.dims}")
 
 
+def remember_conversations(dsn: str, samples: list[dict], emb, context_turns: int | None) -> None:
+    """The conversation path: each sample one ``dna.remember_conversation`` call into its scope for
+    ``context_turns`` (the texts of its plan embedded by ``emb``)."""
+    import psycopg
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("SELECT dna.register_model(%s, %s)", (emb.model_id, emb.dims))
+        for s in samples:
+            turns, sessions = conversation_turns(s)
+            args = (conv_scope(s, context_turns), s["sample_id"], Jsonb(turns), Jsonb(sessions), context_turns)
+            plan = conn.execute("SELECT dna.conversation_plan(%s, %s, %s, sessions => %s, context_turns => %s) - 'items'",
+                                args).fetchone()[0]
+            vectors = [Vector([float(x) for x in v]) for v in emb.embed(plan["texts"])]
+            out = conn.execute("SELECT dna.remember_conversation(%s, %s, %s, sessions => %s, context_turns => %s, "
+                               "embeddings => %s, model_id => %s, digest => %s) - 'turns'",
+                               (*args, vectors, emb.model_id, plan["digest"])).fetchone()[0]
+            assert out["failed"] == 0, out
+        emb.flush()
+        conn.execute("VACUUM ANALYZE dna.dna_instances")
+        conn.execute(f"VACUUM ANALYZE dna.dna_search_docs_{emb.dims}")
+
+
+def conversation_turns(sample: dict) -> tuple[list[dict], dict[str, str]]:
+    """A sample's turns as dna.remember_conversation takes them, and its sessions' times."""
+    turns = [{"speaker": t["speaker"], "text": t["said"], "session": str(t["session"]), "id": t["name"]}
+             for t in sample["turns"]]
+    sessions = {str(t["session"]): t["now"].isoformat() for t in sample["turns"]}
+    return turns, sessions
+
+
+def conv_scope(sample: dict, context_turns: int | None) -> str:
+    return f"locomo-conv{'' if context_turns is None else context_turns}-{sample['sample_id']}"
+
+
 def names_of(kind: str, answer) -> tuple[list[str], list[dict]]:
-    hits = answer["hits"] if kind == "recall" else answer
-    return [h["name"] for h in hits], hits
+    hits = answer["hits"] if kind.startswith("recall") else answer
+    if kind == "recall+context":            # each hit, then the turns shown beside it (context => n)
+        names = []
+        for h in hits:
+            for n in [h["name"], *(c["name"] for c in h.get("context") or [])]:
+                if n not in names:
+                    names.append(n)
+        return [n.rsplit("/", 1)[-1] for n in names], hits
+    # a conversation's turn is named <sample>/<dia_id>
+    return [h["name"].rsplit("/", 1)[-1] for h in hits], hits
 
 
 def pool_places(hits: list[dict]) -> list[int | None]:
@@ -228,7 +297,8 @@ def pool_places(hits: list[dict]) -> list[int | None]:
     return [h.get("rank_recall", h.get("rank_search")) for h in hits]
 
 
-def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: int = 1) -> dict:
+def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: int = 1,
+        contexts: list[int | None] = ()) -> dict:
     import psycopg
     from pgvector import Vector
     from pgvector.psycopg import register_vector
@@ -254,7 +324,9 @@ def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: i
 
         for i, (q, vec) in enumerate(zip(questions, qvecs)):
             params = {"scope": q["scope"], "q": q["q"], "vec": Vector([float(x) for x in vec]),
-                      "model": emb.model_id, "now": q["now"]}
+                      "model": emb.model_id, "now": q["now"], "sample": q["sample"]}
+            for c in contexts:
+                params[f"conv{'' if c is None else c}"] = conv_scope({"sample_id": q["sample"]}, c)
             if i < 10:                                        # warm-up (plans, caches), not timed
                 for name, spec in systems.items():
                     call(name, spec, params)
@@ -275,6 +347,8 @@ def run(dsn: str, samples: list[dict], emb, systems: dict[str, dict], repeats: i
         for q, r in zip(questions, per[name]):
             ev = set(q["evidence"])
             top5, top10 = r["got"][:5], r["got"][:K]
+            if systems[name]["kind"] == "recall+context":   # the hits and their neighbours, as recall shows them
+                top5, top10 = r["got"], r["got"]
             rows.append({"category": q["category"], "r5": len(ev & set(top5)) / len(ev),
                          "r10": len(ev & set(top10)) / len(ev), "any10": float(bool(ev & set(top10))),
                          "deep": sum(1 for p in r["places"][:K] if p is not None and p > K),
@@ -303,13 +377,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dsn", default=os.environ.get("DNA_DATABASE_URL"), help="server DSN (a role with CREATEDB)")
     ap.add_argument("--home", default="/tmp/pydna-locomo", help="embedded server home when no --dsn")
     ap.add_argument("--reuse", action="store_true", help="keep a loaded dna_bench_locomo database")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of: " + ", ".join(SYSTEMS))
+    ap.add_argument("--systems", default="recall,search", help="old per-turn path systems, comma-separated subset of: "
+                    + ", ".join(SYSTEMS) + " (named 'per-turn <system>')")
     ap.add_argument("--recall-variant", action="append", default=[], metavar="NAME=EXPR",
                     help="an extra recall system: EXPR is a SQL call with %%(args)s for dna.recall's arguments, "
                          "%%(lexargs)s for them without the query embedding")
     ap.add_argument("--compute", default="w8a8", choices=("w8a8", "float32"),
                     help="ONNX compute (docs/embeddings.md): w8a8 (default) or float32")
     ap.add_argument("--repeats", type=int, default=1, help="timed calls per question and system")
+    ap.add_argument("--context-turns", default="default",
+                    help="conversation path: comma-separated context_turns values ('default': "
+                         "dna.conversation_context_turns()); 'none' skips the path")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "locomo.json"))
     args = ap.parse_args(argv)
     from data_sets import locomo_file  # bench/data_sets.py (bench/ is on sys.path)
@@ -324,15 +402,30 @@ def main(argv: list[str] | None = None) -> int:
         server_dsn = server.start(Path(args.home))
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    dsn, loaded = database(server_dsn, args.reuse, samples, emb)
+    contexts: list[int | None] = [] if args.context_turns == "none" else [
+        None if c.strip() == "default" else int(c) for c in args.context_turns.split(",") if c.strip()]
+    dsn, loaded = database(server_dsn, args.reuse, samples, emb, contexts)
     load_s = time.perf_counter() - t0
-    systems = {n.strip(): SYSTEMS[n.strip()] for n in args.systems.split(",") if n.strip()}
+    systems = {}
+    for c in contexts:                                          # the conversation path first
+        tag = "" if c is None else f" c{c}"
+        scope = f"%(conv{'' if c is None else c})s"
+        systems[f"recall{tag}"] = {"sql": "SELECT dna.recall(" + CONV_RECALL_ARGS.replace("%(conv)s", scope) + ")",
+                                   "kind": "recall"}
+        systems[f"search{tag}"] = {"sql": CONV_SEARCH_SQL.replace("%(conv)s", scope), "kind": "search"}
+        if c is None or c == contexts[-1]:
+            systems[f"recall{tag} + context 1"] = {
+                "sql": "SELECT dna.recall(" + CONV_RECALL_ARGS.replace("%(conv)s", scope) + ", context => 1)",
+                "kind": "recall+context"}
+    systems.update({("per-turn " + n.strip()): SYSTEMS[n.strip()] for n in args.systems.split(",") if n.strip()})
     for item in args.recall_variant:
         name, _, expr = item.partition("=")
         config = "weights => '{1,0}'" if name.endswith(" dense") else "fusion => 'rrf'" if name.endswith(" rrf") else None
-        systems[name] = {"sql": "SELECT " + expr.replace("%(args)s", RECALL_ARGS).replace("%(lexargs)s", RECALL_LEX_ARGS),
+        conv = "%(conv)s" if None in contexts or not contexts else f"%(conv{contexts[0]})s"
+        systems[name] = {"sql": "SELECT " + expr.replace("%(args)s", RECALL_ARGS).replace("%(lexargs)s", RECALL_LEX_ARGS)
+                         .replace("%(convargs)s", CONV_RECALL_ARGS.replace("%(conv)s", conv)),
                          "kind": "recall", "config": config}
-    out = run(dsn, samples, emb, systems, args.repeats)
+    out = run(dsn, samples, emb, systems, args.repeats, contexts)
 
     from rich.console import Console
     from rich.table import Table

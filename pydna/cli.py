@@ -50,10 +50,7 @@ GLOBAL_OPTIONS = ("dsn",)
 def _set_global(ctx: Any, param: Any, value: Any) -> Any:
     """A sub-command's copy of a global option: a value given there replaces the top-level one."""
     if value is not None:
-        state = ctx.find_object(CliState)
-        if state is None:  # a sub-command run without the top-level group (a test's own click call)
-            state = ctx.ensure_object(CliState)
-        setattr(state, param.name, value)
+        setattr(ctx.ensure_object(CliState), param.name, value)   # the top-level group's CliState
     return value
 
 

@@ -133,7 +133,7 @@ def database_dsn(ctx: typer.Context | None = None) -> str:
     state = cli_state(ctx)
     if state.dsn:
         return state.dsn
-    from pydna.client import resolve_dsn
+    from pydna.connection import resolve_dsn
 
     try:
         return resolve_dsn(None)
@@ -226,7 +226,7 @@ def open_client(ctx: typer.Context | None = None, embedder: str | EmbedderName |
     With ``scope``, ``auto`` picks the scope's model when the scope has documents of another model
     than auto's default (:func:`scope_embedder`). Raises ``NotMigratedError`` (reported as one line
     naming `dna db upgrade`)."""
-    from pydna.client import connect
+    from pydna.connection import connect
 
     choice = choose_embedder(embedder) if embedder is not None else None
     client = connect(database_dsn(ctx), embedder=choice.provider if choice else None)
@@ -268,3 +268,58 @@ def parse_time(value: str | None, what: str) -> datetime | None:
     except ValueError:
         raise CliError(f"{what}: {value!r} is not an ISO-8601 timestamp (e.g. 2026-07-09T15:00:00+00:00)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metadata and filters (docs/memory.md, "Filters")
+# ---------------------------------------------------------------------------------------------
+
+FILTER_HELP = ("A metadata filter as JSON (docs/memory.md, \"Filters\"), e.g. '{\"user\": \"u1\", \"tags\": "
+               "{\"contains\": \"ops\"}, \"created_at\": {\"gte\": \"2026-05-01\"}}'; applied inside both lanes.")
+WHERE_HELP = ("KEY=VALUE: only rows whose metadata field KEY (a.b for a nested one) equals VALUE (JSON if it "
+              "reads as a number, true, false or null, else text); repeatable, all required, and with --filter.")
+
+
+def _scalar(text: str) -> Any:
+    """A --where or --meta value: a JSON number, true, false or null as such, anything else as text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if value is None or isinstance(value, (bool, int, float)) else text
+
+
+def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, Any]:
+    """``KEY=VALUE`` options as a dict (values by :func:`_scalar`); ``CliError`` naming ``what`` otherwise."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"{what}: {pair!r} is not KEY=VALUE (e.g. {what} user=u1)")
+        out[key.strip()] = _scalar(value)
+    return out
+
+
+def parse_json_object(text: str | None, what: str) -> dict[str, Any] | None:
+    """A JSON object option (None when not given); ``CliError`` naming ``what`` otherwise."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{what}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{what}: must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def parse_filter(filter_json: str | None, where: list[str] | None) -> dict[str, Any] | None:
+    """The filter of ``--filter JSON`` and ``--where KEY=VALUE`` (all required together); None: none.
+    The server checks the language (22023 with a hint)."""
+    given = parse_json_object(filter_json, "--filter")
+    equal = parse_pairs(where, "--where")
+    if given is None and not equal:
+        return None
+    if given is None:
+        return equal
+    return {"and": [given, equal]} if equal else given

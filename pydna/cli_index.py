@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator
@@ -151,7 +152,7 @@ def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool
 
 
 def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record", str]]:
-    from pydna.client import Record
+    from pydna.client import Record, record_metadata
 
     text = _read_text(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -183,9 +184,13 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
                 raise CliError(f"{where}: `{key}` holds a NUL character (\\u0000), which PostgreSQL text cannot")
         if not (body or "").strip() and not (fields["title"] or "").strip():
             raise CliError(f"{where}: empty document (no `body`/`text` and no `title`)")
+        try:
+            metadata = record_metadata(item)        # every other field is kept as metadata
+        except ValueError as exc:
+            raise CliError(f"{where}: {exc}") from None
         yield Record(kind=fields["kind"] or kind, name=str(name), body=body or "", title=fields["title"],
                      tenant=fields["tenant"] if fields["tenant"] is not None else tenant,
-                     snippet=fields["snippet"], format=fields["format"]), where
+                     snippet=fields["snippet"], format=fields["format"], metadata=metadata), where
 
 
 def _walk(directory: Path) -> tuple[list[Path], list[Path], list[Path]]:
@@ -218,8 +223,6 @@ def index_command(paths: list[Path], scope: str | None, kind: str = "Doc", tenan
                   name_prefix: str = "") -> str:
     """The ``dna index`` command line that indexes ``paths`` with the same scope, kind, tenant and
     name prefix (shell-quoted), for a message to copy from."""
-    import shlex
-
     words = ["dna", "index", *(str(p) for p in paths), "--scope", scope or "SCOPE"]
     if kind != "Doc":
         words += ["--kind", kind]

@@ -17,7 +17,8 @@ from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
-from pydna.cli_common import CliError, announce_embedder, echo_json, open_client, parse_time
+from pydna.cli_common import (FILTER_HELP, WHERE_HELP, CliError, announce_embedder, echo_json, open_client,
+                              parse_filter, parse_json_object, parse_pairs, parse_time)
 
 memory_app = typer.Typer(
     help="Agent memory: remember, recall, forget, revive, list, consolidate (SQL verbs dna.*).",
@@ -133,6 +134,12 @@ def remember_cmd(
                         "'!' denies; an empty object is an existence claim.")] = None,
     body: Annotated[Optional[str], typer.Option("--body", help="Longer text.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="Title.")] = None,
+    metadata: Annotated[Optional[str], typer.Option(
+        "--metadata", help="Metadata as a JSON object (spec.metadata: user, project, source...; filters read it).",
+        show_default=False)] = None,
+    meta: Annotated[Optional[List[str]], typer.Option(
+        "--meta", help="KEY=VALUE of metadata (repeatable; JSON numbers, true, false, null as such), over --metadata.",
+        show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -142,10 +149,11 @@ def remember_cmd(
 ) -> None:
     """Remember something (dna.remember): validated, stamped with its encoding context, indexed."""
     claims = [parse_claim(c) for c in claim] if claim else None
+    given = {**(parse_json_object(metadata, "--metadata") or {}), **parse_pairs(meta, "--meta")}
     result = _run(ctx, embedder, as_json, lambda memory: memory.remember(
         scope, summary, kind=kind, name=name, tenant=tenant, personal=personal, now=parse_time(now, "--now"), area=area,
-        affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body),
-        scope=scope)
+        affect=affect, tags=tag or None, source_refs=source_ref or None, claims=claims, title=title, body=body,
+        metadata=given or None), scope=scope)
     if result is None:
         return
     spec = result["spec"]
@@ -186,6 +194,10 @@ def recall_cmd(
     min_lexical_score: Annotated[Optional[float], typer.Option(
         "--min-lexical-score", help="Lexical floor: drop candidates whose BM25 score is below this (>= 0).",
         show_default=False)] = None,
+    filter_json: Annotated[Optional[str], typer.Option("--filter", help=FILTER_HELP, show_default=False)] = None,
+    where: Annotated[Optional[List[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
+    context: Annotated[int, typer.Option(
+        "--context", help="With each conversation turn, also show the N turns before and after it (0-20).")] = 0,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -198,11 +210,12 @@ def recall_cmd(
     (one red line with its SQLSTATE and hint, exit 1)."""
     if keep_query and not receipt:
         raise _error("--keep-query keeps the query in a receipt: add --receipt")
+    narrow = parse_filter(filter_json, where)
     result = _run(ctx, embedder, as_json, lambda memory: memory.recall(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
         explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
-        min_lexical_score=min_lexical_score), scope=scope)
+        min_lexical_score=min_lexical_score, filter=narrow, context=context), scope=scope)
     if result is None:
         return
     out = _console()
@@ -229,8 +242,12 @@ def recall_cmd(
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
         mine = " [personal]" if hit.get("personal") else ""
+        said = f"{hit['title']}: " if hit.get("kind") == "Turn" and hit.get("title") else ""
         out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{mine}{retention}{affect}"
-                  f"  {_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+                  f"  {said}{_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+        for turn in hit.get("context") or []:
+            out.print(f"      {turn.get('turn')}. {turn.get('speaker') or ''}: {_short(turn.get('text'))}",
+                      style="dim", markup=False)
         if explain and isinstance(hit.get("explain"), dict):
             search = (f"search score {hit.get('search_score', '–')} (rank {hit.get('rank_search', '–')}: dense "
                       f"{hit.get('rank_dense') or '–'}, lexical {hit.get('rank_lexical') or '–'})")
@@ -329,14 +346,18 @@ def list_cmd(
     all_: Annotated[bool, typer.Option("--all", help="Include forgotten memories.")] = False,
     kind: Annotated[Optional[List[str]], typer.Option("--kind", help="Memory Kind (repeatable; default all).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
+    filter_json: Annotated[Optional[str], typer.Option("--filter", help=FILTER_HELP, show_default=False)] = None,
+    where: Annotated[Optional[List[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List memories (dna.list_memories), newest first."""
+    """List memories (dna.list_memories), newest first; --filter / --where: only those whose metadata passes."""
+    narrow = parse_filter(filter_json, where)
     result = _run(ctx, "none", as_json, lambda memory: memory.list(
-        scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit, personal=personal))
+        scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit, personal=personal,
+        filter=narrow))
     if result is None:
         return
     out = _console()

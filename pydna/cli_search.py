@@ -25,8 +25,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from pydna.cli_common import (CliError, EmbedderName, EmbedderOpt, announce_embedder, echo_json, open_client,
-                              parse_time, stdout)
+from pydna.cli_common import (FILTER_HELP, WHERE_HELP, CliError, EmbedderName, EmbedderOpt, announce_embedder,
+                              echo_json, open_client, parse_filter, parse_time, stdout)
 
 #: Lines of snippet per hit in the readable output.
 SNIPPET_LINES = 3
@@ -54,6 +54,8 @@ def recall(
         show_default=False)] = None,
     include_retired: Annotated[bool, typer.Option(
         "--include-retired", help="Also return forgotten memories (no validity filter).")] = False,
+    filter_json: Annotated[Optional[str], typer.Option("--filter", help=FILTER_HELP, show_default=False)] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
     passages: Annotated[bool, typer.Option(
         "--passages", help="One hit per passage (default: one per document, its best passage).")] = False,
     fusion: Annotated[Optional[str], typer.Option(
@@ -98,6 +100,7 @@ def recall(
     was indexed with another one than auto's default.
     """
     at = parse_time(valid_time, "--valid-time")
+    narrow = parse_filter(filter_json, where)
     if keep_query and not receipt:
         raise CliError("--keep-query keeps the query in a receipt: add --receipt")
     client, choice = open_client(ctx, embedder, scope=scope)
@@ -108,7 +111,7 @@ def recall(
                                passages=passages, offset=offset, min_similarity=min_similarity,
                                min_lexical_score=min_lexical_score, exact=exact, fusion=fusion,
                                dense_weight=dense_weight, explain=explain, receipt=receipt,
-                               keep_query=keep_query)
+                               keep_query=keep_query, filter=narrow)
     finally:
         client.close()
     if result.degraded:

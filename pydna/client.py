@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psycopg
 from psycopg.pq import TransactionStatus
+from psycopg.types.json import Jsonb
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 
@@ -61,16 +62,34 @@ class Record:
     snippet: str | None = None
     #: How to cut ``body`` into passages: "markdown", "rst" or "text"; None = by ``name``'s suffix.
     format: str | None = None
+    #: What filters read (``dna.search(filter => ...)``): a JSON object; None = none (``{}``).
+    metadata: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @classmethod
     def coerce(cls, item: "Record | Mapping[str, Any]", kind: str | None = None, tenant: str = "") -> "Record":
+        """A ``Record`` from a mapping: the known keys (``RECORD_KEYS``) are its fields, every other
+        key goes into ``metadata`` (an explicit ``metadata`` mapping wins over them)."""
         if isinstance(item, Record):
             return item
         body = item.get("body", item.get("text"))
         return cls(kind=item.get("kind") or kind or "", name=str(item.get("name", item.get("_id", ""))),
                    body=body if body is not None else "", title=item.get("title"),
                    tenant=item.get("tenant", tenant) or "", snippet=item.get("snippet"),
-                   format=item.get("format"))
+                   format=item.get("format"), metadata=record_metadata(item))
+
+
+#: The keys of a record mapping (a JSONL line) that are a ``Record``'s own fields; any other key is metadata.
+RECORD_KEYS = frozenset({"kind", "name", "_id", "title", "body", "text", "tenant", "snippet", "format", "metadata"})
+
+
+def record_metadata(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata of a record mapping: its keys beyond ``RECORD_KEYS``, then the entries of its
+    ``metadata`` mapping (which win). A ``metadata`` that is not a mapping is refused (ValueError)."""
+    extra = {k: v for k, v in item.items() if k not in RECORD_KEYS}
+    given = item.get("metadata")
+    if given is not None and not isinstance(given, Mapping):
+        raise ValueError(f"`metadata` must be a JSON object, got {type(given).__name__}")
+    return {**extra, **dict(given or {})}
 
 
 @dataclass(frozen=True)
@@ -117,6 +136,7 @@ class Hit:
     floor_removed_dense: int | None = None  # candidates min_similarity removed (None: no such floor)
     floor_removed_lexical: int | None = None  # candidates min_lexical_score removed (None: no such floor)
     explain: dict | None = None  # with explain=True: lane ranks, raw scores, fusion terms, the answer's receipt
+    metadata: dict | None = None  # the document's (or memory's) metadata, what filters read
 
 
 @dataclass
@@ -173,6 +193,7 @@ _STAGE_COPY = ("COPY dna.dna_index_staging (batch, ord, kind, name, title, body,
                "heading, char_start, char_end) FROM STDIN (FORMAT BINARY)")
 _STAGE_TYPES = ["uuid", "int4", "text", "text", "text", "text", "text", "vector", "int4", "text", "int4", "int4"]
 _INDEX_STAGED_SQL = "SELECT kind, name, action FROM dna.index_staged(%s, %s, %s, %s)"
+_SET_METADATA_SQL = "SELECT dna.set_document_metadata(%s, %s, %s, %s::jsonb[], %s)"
 
 
 def _document_action(actions: set[str]) -> str:
@@ -428,6 +449,10 @@ class Client(ReceiptsMixin):
                                 deleted += 1
                                 action = "moved"   # the document changed
                             actions.setdefault((tenant, kind_, name), set()).add(action)
+                        # Each record's metadata (replacing what its document had), in the same transaction.
+                        records = {(batch[i].kind, batch[i].name): batch[i].record.metadata for i in positions}
+                        cur.execute(_SET_METADATA_SQL, (scope, [k for k, _ in records], [n for _, n in records],
+                                                        [Jsonb(dict(m or {})) for m in records.values()], tenant))
                 break
             except psycopg.Error as exc:
                 attempt += 1
@@ -451,7 +476,7 @@ class Client(ReceiptsMixin):
                min_similarity: float | None = None, min_lexical_score: float | None = None,
                exact: bool | None = None, fusion: str | None = None,
                dense_weight: float | None = None, explain: bool = False, receipt: bool = False,
-               keep_query: bool = False) -> SearchResult:
+               keep_query: bool = False, filter: Mapping[str, Any] | None = None) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -468,6 +493,11 @@ class Client(ReceiptsMixin):
         ``explain`` holds its lanes' ranks, raw scores and fusion terms and the answer's receipt (the
         dense lane's path — HNSW or exact scan —, ef_search, candidates per lane, filters, floors,
         degradation; see ``dna.search``).
+
+        ``filter``: the metadata filter (docs/memory.md, "Filters"; e.g. ``{"user": "u1", "tags":
+        {"contains": "urgent"}, "created_at": {"gte": "2026-01-01"}}``), applied inside both lanes before
+        their top k; each hit's ``metadata`` is its document's (or memory's). A malformed filter is
+        refused by the server (22023, the hint names the place).
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off.
@@ -497,23 +527,23 @@ class Client(ReceiptsMixin):
                  "weights": [float(w) for w in weights] if weights else None, "personal": personal,
                  "passages": passages, "offset": offset, "min_similarity": min_similarity,
                  "min_lexical_score": min_lexical_score, "exact": exact, "fusion": fusion,
-                 "dense_weight": dense_weight, "explain": explain,
+                 "dense_weight": dense_weight, "explain": explain, "filter": dict(filter) if filter else None,
                  # JSON null: no validity filter; absent: the receipt pins the server's now()
                  "valid_time": False if include_retired else valid_time})
         with captured_notices(self.conn) as notices:
             rows = self.conn.execute(
                 "SELECT scope, kind, name, tenant, score, title, snippet, similarity, lexical_score, "
                 "rank_dense, rank_lexical, personal, passage, heading, char_start, char_end, highlight, "
-                "dense_exact, floor_removed_dense, floor_removed_lexical, explain, degraded "
+                "dense_exact, floor_removed_dense, floor_removed_lexical, explain, metadata, degraded "
                 "FROM dna.search(%s, %s, %s, %s, k => %s, kinds => %s, "
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
                 "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s, "
                 "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s, "
-                "fusion => %s, dense_weight => %s, explain => %s)",
+                "fusion => %s, dense_weight => %s, explain => %s, filter => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  [float(w) for w in weights] if weights else None, personal, include_retired, valid_time,
                  passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight,
-                 explain)).fetchall()
+                 explain, Jsonb(dict(filter)) if filter is not None else None)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         if rows:
             degraded = rows[0][-1]  # the server's word: no embedding, or the zero vector
@@ -559,35 +589,3 @@ class Client(ReceiptsMixin):
         return self.conn.execute("SELECT dna.delete_document(%s, %s, %s, %s, %s)",
                                  (scope, kind, name, tenant, model_id)).fetchone()[0]
 
-
-def resolve_dsn(dsn: str | None = None) -> str:
-    """``dsn``, else ``DNA_DATABASE_URL``, else the embedded default server (started if needed)."""
-    if dsn:
-        return dsn
-    env = os.environ.get("DNA_DATABASE_URL")
-    if env:
-        return env
-    from pydna import server
-
-    return server.client_dsn()
-
-
-def connect(dsn: str | None = None, embedder: EmbeddingPort | str | None = "auto") -> Client:
-    """Open a ``Client``. ``dsn``: a libpq URL; None → ``DNA_DATABASE_URL`` → the embedded server.
-    ``embedder``: an ``EmbeddingPort``, a name (``auto``, ``onnx``, ``fake``), or None (lexical only).
-    Raises ``NotMigratedError`` when the database is not at this package's head revision."""
-    if isinstance(embedder, str):
-        from pydna.embeddings import get_provider
-
-        embedder = get_provider(embedder)
-    embedded = None
-    if not dsn and not os.environ.get("DNA_DATABASE_URL"):
-        from pydna import server
-
-        embedded = server.data_home()
-    conn = psycopg.connect(resolve_dsn(dsn), autocommit=True)
-    try:
-        return Client(conn, embedder, dsn=dsn, embedded_home=embedded)
-    except Exception:
-        conn.close()
-        raise

@@ -15,6 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from psycopg.errors import SerializationFailure
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from pydna.embeddings.base import embed_for
@@ -25,6 +27,28 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The model_id the SQL verbs use when none is given (lexical indexing still needs a width table).
 DEFAULT_MODEL_ID = "dna-fake-hash-v1"
+
+
+#: The keys of a ``remember_many`` item that are the item's own (the others are the memory's spec fields).
+ITEM_KEYS = ("name", "kind", "now", "passages")
+
+
+def batch_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One item of ``dna.remember_many``: ``{spec, name?, kind?, now?}`` from a mapping of the memory's
+    fields (or one with a ``spec``; its other fields are merged over it), ``now`` as ISO-8601."""
+    fields = {k: v for k, v in item.items() if k not in ITEM_KEYS and k != "spec" and v is not None}
+    spec = {**dict(item.get("spec") or {}), **fields}
+    out: dict[str, Any] = {"spec": spec}
+    for key in ITEM_KEYS:
+        value = item.get(key)
+        if value is not None:
+            out[key] = value.isoformat() if isinstance(value, datetime) else value
+    return out
+
+
+def _jsonb(value: Mapping[str, Any] | None) -> Jsonb | None:
+    """A mapping as a jsonb argument (None: SQL NULL)."""
+    return Jsonb(dict(value)) if value is not None else None
 
 
 def _vector(values) -> Any:
@@ -74,16 +98,20 @@ class Memory:
                  kind: str = "Engram", name: str | None = None, tenant: str = "", now: datetime | None = None,
                  area: str | None = None, affect: str | None = None, tags: Sequence[str] | None = None,
                  source_refs: Sequence[str] | None = None, claims: Sequence[Mapping[str, Any]] | None = None,
-                 title: str | None = None, body: str | None = None, personal: bool = False) -> dict:
+                 title: str | None = None, body: str | None = None, personal: bool = False,
+                 metadata: Mapping[str, Any] | None = None) -> dict:
         """Write a memory through ``dna.remember`` and index it with this client's embedding of
         ``dna.memory_text(kind, spec)``. Keyword fields are merged into ``spec`` (explicit ``spec``
-        keys win). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
+        keys win); ``metadata`` (a mapping: user, project, source...) is ``spec.metadata``, what
+        filters read beside the memory's own fields (tags, area, created_at...; docs/memory.md,
+        "Filters"). Returns ``{kind, name, spec, action, indexed, index, version, recorded_at, ...}``
         (plus ``embedding_error`` when the embedder failed and the memory was indexed lexically)."""
         full: dict[str, Any] = {}
         for key, value in (("summary", summary), ("title", title), ("body", body), ("area", area),
                            ("affect", affect), ("tags", list(tags) if tags is not None else None),
                            ("source_refs", list(source_refs) if source_refs is not None else None),
-                           ("claims", [dict(c) for c in claims] if claims is not None else None)):
+                           ("claims", [dict(c) for c in claims] if claims is not None else None),
+                           ("metadata", dict(metadata) if metadata is not None else None)):
             if value is not None:
                 full[key] = value
         full.update(dict(spec or {}))
@@ -97,12 +125,95 @@ class Memory:
             result["embedding_error"] = error
         return result
 
+    def remember_many(self, scope: str, items: Sequence[Mapping[str, Any]], *, kind: str = "Engram",
+                      tenant: str = "", now: datetime | None = None, personal: bool = False,
+                      atomic: bool = True) -> dict:
+        """Write many memories in one call and one transaction (``dna.remember_many``), each embedded
+        with this client's embedder (all texts in one ``embed`` call). An item is a mapping of the
+        memory's fields (summary, title, body, area, affect, tags, source_refs, claims, metadata, or a
+        whole ``spec``) with optional ``name``, ``kind``, ``now`` (its world time) and ``passages``
+        (further texts it is found by, indexed and embedded beside its text). ``atomic``
+        (default): all or nothing, a bad item fails the call naming its position (``item 3: …``);
+        ``atomic=False`` writes the good items and reports the bad ones. Returns {count, created,
+        updated, unchanged, failed, results: one per item, in order} (plus ``embedding_error`` when the
+        embedder failed and the memories were indexed lexically)."""
+        wire: list[dict[str, Any]] = [batch_item(item) for item in items]
+        kinds = [w.get("kind") or kind for w in wire]
+        own = [t or "" for (t,) in self.conn.execute(
+            "SELECT dna.memory_text(k, s) FROM unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS u(k, s, o) ORDER BY o",
+            (kinds, [Jsonb(w.get("spec")) for w in wire])).fetchall()] if wire else []
+        # one vector per indexed text: each item's text, then its passages (dna.remember_many)
+        texts = [t for text, w in zip(own, wire) for t in [text, *(w.get("passages") or [])]]
+        embeddings, error = self._embed_many(texts)
+        result = self._one(
+            "SELECT dna.remember_many(%s, %s, kind => %s, tenant => %s, now => %s, embeddings => %s::vector[], "
+            "model_id => %s, personal => %s, atomic => %s)",
+            (scope, Jsonb(wire), kind, tenant, now, embeddings, self._model(), personal, atomic))
+        if error:
+            result["embedding_error"] = error
+        return result
+
+    def remember_conversation(self, scope: str, conversation: str, turns: Sequence[Mapping[str, Any]], *,
+                              session: str | None = None, sessions: Mapping[str, Any] | None = None,
+                              tenant: str = "", personal: bool = False, now: datetime | None = None,
+                              context_turns: int | None = None, atomic: bool = True) -> dict:
+        """A conversation's turns in one call (``dna.remember_conversation``): each turn ({text, speaker,
+        role, time, session, id, metadata}) becomes a memory of Kind Turn that knows its conversation,
+        session, place, speaker and time, indexed with the turns before it; each session touched is an
+        Episode with its time span. ``sessions``: ``{session: ISO-8601 time}`` (a turn without a time takes
+        its session's). The texts to embed come from ``dna.conversation_plan`` (one ``embed`` call); the
+        verb refuses vectors of a plan that changed since (40001), and the call is then planned again
+        (once). Re-sending the same turns changes nothing. Returns {conversation, turns: a result per turn,
+        episodes, created, updated, unchanged, failed}."""
+        wire = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in turn.items() if v is not None}
+                for turn in turns]
+        times = {str(k): (v.isoformat() if isinstance(v, datetime) else v) for k, v in (sessions or {}).items()}
+        args = (scope, conversation, Jsonb(wire), session, Jsonb(times) if sessions is not None else None, tenant,
+                personal, now, context_turns)
+        for attempt in (1, 2):
+            embeddings = digest = error = None
+            if self.client.embedder is not None:
+                plan = self._one("SELECT dna.conversation_plan(%s, %s, %s, %s, %s, %s, %s, %s, %s) - 'items'", args)
+                embeddings, error = self._embed_many(plan["texts"])
+                digest = plan["digest"] if embeddings is not None else None
+            try:
+                result = self._one(
+                    "SELECT dna.remember_conversation(%s, %s, %s, %s, %s, %s, %s, %s, embeddings => %s::vector[], "
+                    "model_id => %s, digest => %s, context_turns => %s, atomic => %s)",
+                    (*args[:-1], embeddings, self._model(), digest, context_turns, atomic))
+            except SerializationFailure:
+                if attempt == 2 or self.conn.info.transaction_status != TransactionStatus.IDLE:
+                    raise
+                continue
+            if error:
+                result["embedding_error"] = error
+            return result
+        raise AssertionError("unreachable")
+
+    def _embed_many(self, texts: Sequence[str]) -> tuple[list[Any] | None, str | None]:
+        """Vectors for ``texts`` (one ``embed`` call; a blank text: None), or (None, error) when the
+        embedder fails (lexical only, as ``_embed``)."""
+        embedder = self.client.embedder
+        if embedder is None or not any(t.strip() for t in texts):
+            return None, None
+        try:
+            register_embedder(self.conn, embedder)
+            todo = [i for i, t in enumerate(texts) if t.strip()]
+            vectors = embed_for(embedder, [texts[i] for i in todo], "document")
+            out: list[Any] = [None] * len(texts)
+            for i, vec in zip(todo, vectors):
+                out[i] = _vector(vec)
+            return out, None
+        except Exception as exc:  # a missing model degrades to lexical; the answer says so
+            return None, f"{type(exc).__name__}: {exc}"
+
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: str | Sequence[str] | None = None,
                tenant: str = "", reconsolidate: bool = True, actor: str | None = None,
                now: datetime | None = None, as_of: datetime | None = None, personal: bool = False,
                decay: str | None = None, explain: bool = False, receipt: bool = False,
                keep_query: bool = False, min_similarity: float | None = None,
-               min_lexical_score: float | None = None) -> dict:
+               min_lexical_score: float | None = None, filter: Mapping[str, Any] | None = None,
+               context: int = 0) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -114,6 +225,10 @@ class Memory:
         What the server said (e.g. no documents for this model_id in the scope) is in ``notices``.
         ``min_similarity`` (cosine in [-1, 1]) / ``min_lexical_score`` (BM25 >= 0): relevance floors on
         dna.search's lanes; the answer's ``floors`` says how many candidates each removed (22023 out of range).
+        ``filter``: the metadata filter (docs/memory.md, "Filters": ``{"user": "u1"}``, ``{"tags": {"contains":
+        "ops"}}``, ``{"created_at": {"gte": "2026-05-01", "lt": "2026-06-01"}}``, and/or/not...), applied inside
+        both of dna.search's lanes before their top k; each hit carries its ``metadata``. ``context=n``: each
+        hit that is a conversation's turn carries ``context``, the n turns before and after it in its session.
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
         whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
@@ -125,13 +240,14 @@ class Memory:
                 keep_query, scope=scope, query=query, query_embedding=embedding, kinds=kinds_arg(kinds), k=k,
                 model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
                 as_of=as_of, personal=personal, decay=decay, explain=explain, min_similarity=min_similarity,
-                min_lexical_score=min_lexical_score) if receipt else self._one(
+                min_lexical_score=min_lexical_score, filter=dict(filter) if filter else None,
+                context=context or None) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
                 "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s, "
-                "min_similarity => %s, min_lexical_score => %s)",
+                "min_similarity => %s, min_lexical_score => %s, filter => %s, context => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
                  kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain,
-                 min_similarity, min_lexical_score))
+                 min_similarity, min_lexical_score, _jsonb(filter), context))
         if error:
             result["embedding_error"] = error
         if notices:
@@ -159,10 +275,11 @@ class Memory:
 
     def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
              include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
-             personal: bool = False) -> dict:
-        """The memories of a scope (``dna.list_memories``), newest first."""
-        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s)",
-                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal))
+             personal: bool = False, filter: Mapping[str, Any] | None = None) -> dict:
+        """The memories of a scope (``dna.list_memories``), newest first; ``filter``: only those whose
+        metadata passes it (docs/memory.md, "Filters")."""
+        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s, filter => %s)",
+                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal, _jsonb(filter)))
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
                     stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,

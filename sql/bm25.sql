@@ -270,6 +270,7 @@ CREATE OR REPLACE FUNCTION dna.bm25(
     personal boolean DEFAULT false, exact boolean DEFAULT false, budget integer DEFAULT NULL)
 RETURNS SETOF dna.bm25_hit
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -339,6 +340,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_explain(scope text, query text, model_id tex
                                             budget integer DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -13,6 +13,7 @@
 CREATE OR REPLACE FUNCTION dna.bm25_seal(scope text, model_id text, tenant text)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -58,6 +59,7 @@ COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -231,6 +233,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_compact(scope text DEFAULT NULL, model_id te
                                             wait_ms integer DEFAULT 2000)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -39,6 +39,7 @@ ROWS 100                     -- callers join the result to the documents by (sco
 -- The planner sees unnest() of a chunk as 10 rows and would sort ~20,000 postings to group them;
 -- hashing them is ~2x faster. (No alternative to a sort exists for ORDER BY … LIMIT: still sorted.)
 SET enable_sort = off
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

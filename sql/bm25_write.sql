@@ -87,6 +87,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_build_segment(scope text, model_id text, ten
                                                   source_segs integer[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -260,6 +261,7 @@ CREATE OR REPLACE FUNCTION dna.bm25_add_docs(scope text, model_id text, tenant t
                                              seg_id integer)
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -338,6 +340,7 @@ COMMENT ON FUNCTION dna.bm25_index_docs(text, text, text, bigint[], text[], inte
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
 RETURNS void
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 BEGIN
@@ -381,6 +384,7 @@ COMMENT ON FUNCTION dna.bm25_remove_docs(text, text, text, bigint[]) IS
 CREATE OR REPLACE FUNCTION dna.bm25_sync()
 RETURNS trigger
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 DECLARE
     p record;

@@ -160,6 +160,7 @@ IS 'Every scope under which the caller can see a row (dna.dna_instances or any d
 CREATE OR REPLACE FUNCTION dna.scopes()
 RETURNS TABLE (scope text, documents bigint, memories bigint, model_ids text[])
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -381,6 +382,7 @@ CREATE OR REPLACE FUNCTION dna.source_conflicts(scope text, kinds text[], names 
                                                 sources text[])
 RETURNS TABLE (kind text, name text, tenant text, source text, new_source text)
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -210,6 +210,7 @@ CREATE OR REPLACE FUNCTION dna.consolidate(
     personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

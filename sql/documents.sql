@@ -32,6 +32,7 @@ CREATE OR REPLACE FUNCTION dna.index_document(
     title text DEFAULT NULL, tenant text DEFAULT '', snippet text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -45,6 +46,7 @@ DECLARE
     ts regconfig;
     memory boolean;
     valid tstzrange;
+    meta jsonb;
     emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
@@ -111,19 +113,21 @@ BEGIN
     memory := dna.kind_has_trait(kind, 'memory.recallable');
     IF memory THEN
         valid := dna.record_valid_at(scope, kind, name, tenant);
+        meta := dna.record_metadata(scope, kind, name, tenant);   -- and its metadata (sql/metadata.sql)
     END IF;
     PERFORM dna.mirror_valid_at(true);
     EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
-                                        embedding, ts_config, valid_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13)
+                                        embedding, ts_config, valid_at, metadata)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, coalesce($14, ''{}''::jsonb))
                     ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
                     SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
                         body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
                         heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at,
-                        valid_at = CASE WHEN $12 THEN excluded.valid_at ELSE t.valid_at END', tbl)
+                        valid_at = CASE WHEN $12 THEN excluded.valid_at ELSE t.valid_at END,
+                        metadata = CASE WHEN $12 THEN excluded.metadata ELSE t.metadata END', tbl)
         USING scope, kind, name, tenant, model_id, new_hash, title,
               coalesce(snippet, dna.text_snippet(body)),
-              coalesce(body, ''), emb, ts, memory, valid;
+              coalesce(body, ''), emb, ts, memory, valid, meta;
     PERFORM dna.mirror_valid_at(false);
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
@@ -156,6 +160,7 @@ CREATE OR REPLACE FUNCTION dna.index_documents(
     char_starts integer[] DEFAULT NULL, char_ends integer[] DEFAULT NULL)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -281,7 +286,11 @@ BEGIN
                    CASE WHEN u.kind = ANY ($15::text[]) THEN (
                        SELECT i.valid_at FROM dna.dna_instances AS i
                        JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
-                       WHERE i.scope = $1 AND i.kind = u.kind AND i.name = u.name AND i.tenant = $2) END AS valid
+                       WHERE i.scope = $1 AND i.kind = u.kind AND i.name = u.name AND i.tenant = $2) END AS valid,
+                   CASE WHEN u.kind = ANY ($15::text[]) THEN (
+                       SELECT i.metadata FROM dna.dna_instances AS i
+                       JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+                       WHERE i.scope = $1 AND i.kind = u.kind AND i.name = u.name AND i.tenant = $2) END AS meta
             FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::vector[], $11::integer[],
                         $12::text[], $13::integer[], $14::integer[])
                  WITH ORDINALITY AS u (kind, name, title, body, snippet, emb, passage, heading, cs, ce, i)),
@@ -310,10 +319,10 @@ BEGIN
                 LIMIT 1) AS r ON true),
         w AS (
             INSERT INTO %1$s AS t (scope, kind, name, tenant, model_id, passage, text_hash, title, snippet, body,
-                                   embedding, ts_config, heading, char_start, char_end, valid_at)
+                                   embedding, ts_config, heading, char_start, char_end, valid_at, metadata)
             SELECT $1, c.kind, c.name, $2, $3, c.passage, c.h, c.title,
                    c.snippet, c.body, c.new_emb, $10,
-                   c.heading, c.cs, c.ce, c.valid
+                   c.heading, c.cs, c.ce, c.valid, coalesce(c.meta, '{}'::jsonb)
             FROM cls AS c WHERE c.action <> 'unchanged'
             ORDER BY c.kind, c.name, c.passage
             ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
@@ -321,7 +330,8 @@ BEGIN
                 body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
                 heading = excluded.heading, char_start = excluded.char_start, char_end = excluded.char_end,
                 updated_at = excluded.updated_at,
-                valid_at = CASE WHEN t.kind = ANY ($15::text[]) THEN excluded.valid_at ELSE t.valid_at END
+                valid_at = CASE WHEN t.kind = ANY ($15::text[]) THEN excluded.valid_at ELSE t.valid_at END,
+                metadata = CASE WHEN t.kind = ANY ($15::text[]) THEN excluded.metadata ELSE t.metadata END
             RETURNING 1),
         docs AS (
             SELECT s.kind, s.name, max(s.passage) AS last FROM src AS s GROUP BY s.kind, s.name),
@@ -375,6 +385,7 @@ CREATE OR REPLACE FUNCTION dna.index_staged(scope text, batch uuid, model_id tex
                                             personal boolean DEFAULT false)
 RETURNS TABLE (ord integer, kind text, name text, action text, text_hash text, embedded boolean, passage integer)
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -446,6 +457,7 @@ CREATE OR REPLACE FUNCTION dna.stale_documents(
     tenants text[] DEFAULT NULL)
 RETURNS SETOF integer
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -478,6 +490,7 @@ CREATE OR REPLACE FUNCTION dna.delete_document(scope text, kind text, name text,
                                                model_id text DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -20,6 +20,7 @@ CREATE OR REPLACE FUNCTION dna.as_of_past_texts(scope text, as_of timestamptz, q
                                                 kinds text[] DEFAULT NULL, tenant text DEFAULT '')
 RETURNS SETOF dna.past_text
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -47,6 +47,7 @@ CREATE OR REPLACE FUNCTION dna.redact(scope text, name text, reason text, kind t
                                       now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

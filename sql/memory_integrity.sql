@@ -156,6 +156,7 @@ COMMENT ON FUNCTION dna.memory_search_rows(text) IS
 CREATE OR REPLACE FUNCTION dna.verify_integrity(scope text, mode text DEFAULT 'quick')
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -198,6 +199,7 @@ COMMENT ON FUNCTION dna.verify_integrity(text, text) IS
 CREATE OR REPLACE FUNCTION dna.reconcile(scope text, action text DEFAULT 'report', model_id text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

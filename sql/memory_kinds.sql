@@ -196,6 +196,7 @@ DECLARE
     f text;
     tag jsonb;
     ec jsonb;
+    clash text[];
 BEGIN
     IF spec IS NULL OR jsonb_typeof(spec) <> 'object' THEN
         RAISE EXCEPTION 'spec must be a JSON object, got %', coalesce(jsonb_typeof(spec), 'NULL') USING ERRCODE = '22023';
@@ -263,6 +264,24 @@ BEGIN
     IF spec ? 'claims' THEN
         spec := jsonb_set(spec, '{claims}', dna.validate_claims(spec -> 'claims'));
     END IF;
+    IF spec ? 'conversation' AND jsonb_typeof(spec -> 'conversation') NOT IN ('object', 'null') THEN
+        RAISE EXCEPTION 'spec.conversation must be an object {id, session, turn, speaker, role, session_date}, got a JSON %',
+            jsonb_typeof(spec -> 'conversation') USING ERRCODE = '22023',
+            HINT = 'dna.remember_conversation writes it for each turn.';
+    END IF;
+    -- metadata: what filters read beside the memory's own fields (sql/metadata.sql), which it may not shadow.
+    IF spec ? 'metadata' THEN
+        spec := jsonb_set(spec, '{metadata}', dna.check_metadata(spec -> 'metadata', 'spec.metadata'));
+        SELECT array_agg(k ORDER BY k) INTO clash
+        FROM jsonb_object_keys(spec -> 'metadata') AS k WHERE k = ANY (dna.memory_field_names());
+        IF clash IS NOT NULL THEN
+            RAISE EXCEPTION 'spec.metadata may not hold %: the memory''s own field of that name is what filters read',
+                array_to_string(clash, ', ')
+                USING ERRCODE = '22023',
+                      HINT = format('Give them as the memory''s fields (spec.tags, spec.area, spec.created_at...) or rename them; '
+                                    'the memory fields: %s.', array_to_string(dna.memory_field_names(), ', '));
+        END IF;
+    END IF;
 
     IF kind = 'Engram' THEN
         IF jsonb_typeof(spec -> 'summary') IS DISTINCT FROM 'string' OR btrim(spec ->> 'summary') = '' THEN
@@ -314,5 +333,6 @@ COMMENT ON FUNCTION dna.prepare_memory_spec(text, jsonb, timestamptz) IS
 'source_refs lists of strings; encoding_context.co_topics <= 5; confidence_score a number or '
 'faint|firm|burning, a number in [0, 10] (22003 outside); engram_stability_days in (0, 365000] (22003 above); '
 'surface_count a whole number in [0, 1e9] (22003 outside); affect one of dna.memory_affects() (triumph, regret, surprise, '
-'wistful, ominous, neutral). Errors: 22023, 22003 (a number out of range, naming the field), 22001 (summary '
-'too long), 22007 (bad timestamp).';
+'wistful, ominous, neutral); metadata a JSON object of at most 65536 bytes (dna.check_metadata) without the keys '
+'of dna.memory_field_names() (the memory''s own fields, which filters read beside it). Errors: 22023, 22003 (a '
+'number out of range, naming the field), 22001 (summary too long, metadata too large), 22007 (bad timestamp).';

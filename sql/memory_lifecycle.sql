@@ -18,6 +18,7 @@ CREATE OR REPLACE FUNCTION dna.forget(scope text, name text, superseded_by text 
                                       now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -87,6 +88,7 @@ CREATE OR REPLACE FUNCTION dna.revive(scope text, name text, revived_by text DEF
                                       now timestamptz DEFAULT NULL, personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -131,9 +133,11 @@ COMMENT ON FUNCTION dna.revive(text, text, text, text, text, timestamptz, boolea
 DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamptz, integer);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.list_memories(scope text, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
                                              include_invalid boolean DEFAULT false, now timestamptz DEFAULT NULL,
-                                             max_rows integer DEFAULT 100, personal boolean DEFAULT false)
+                                             max_rows integer DEFAULT 100, personal boolean DEFAULT false,
+                                             filter jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -147,17 +151,22 @@ BEGIN
         RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';
     END IF;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
+    filter := dna.check_filter(filter);                 -- 22023 with a hint when malformed (sql/metadata.sql)
     world := coalesce(dna.check_now(now), now());
+    -- The metadata filter is a condition of the scan (its literals inlined; the GIN index of
+    -- dna_instances.metadata serves its containments), so the statement is run by EXECUTE.
+    EXECUTE format($q$
     WITH m AS (
-        SELECT i.*, (i.valid_at @> world AND dna.currently_valid(i.spec ->> 'valid_to', world)) AS valid
+        SELECT i.*, (i.valid_at @> $4 AND dna.currently_valid(i.spec ->> 'valid_to', $4)) AS valid
         FROM dna.dna_instances AS i
-        WHERE i.scope = scope AND i.kind = ANY (kinds)
-          AND (i.tenant = tenant OR (i.tenant = '' AND NOT EXISTS (
+        WHERE i.scope = $1 AND i.kind = ANY ($2)
+          AND %s
+          AND (i.tenant = $3 OR (i.tenant = '' AND NOT EXISTS (
                  SELECT 1 FROM dna.dna_instances AS t
-                 WHERE t.scope = scope AND t.kind = i.kind AND t.api_version = i.api_version
-                   AND t.name = i.name AND t.tenant = tenant)))
+                 WHERE t.scope = $1 AND t.kind = i.kind AND t.api_version = i.api_version
+                   AND t.name = i.name AND t.tenant = $3)))
     ), f AS (
-        SELECT m.* FROM m WHERE include_invalid OR m.valid
+        SELECT m.* FROM m WHERE $5 OR m.valid
     )
     SELECT (SELECT count(*) FROM f),
            (SELECT coalesce(jsonb_agg(x.obj ORDER BY x.created DESC, x.name COLLATE "C", x.kind COLLATE "C", x.tenant COLLATE "C"), '[]'::jsonb)
@@ -166,23 +175,29 @@ BEGIN
                          dna.memory_display(jsonb_strip_nulls(jsonb_build_object(
                              'kind', f.kind, 'name', f.name, 'tenant', f.tenant, 'personal', starts_with(f.tenant, 'personal:'),
                              'valid', f.valid,
-                             'retention', CASE WHEN f.kind = 'Engram' THEN round(dna.memory_retention(f.spec, world)::numeric, 4) END,
+                             'retention', CASE WHEN f.kind = 'Engram' THEN round(dna.memory_retention(f.spec, $4)::numeric, 4) END,
                              'surface_count', f.spec -> 'surface_count', 'superseded_by', f.spec -> 'superseded_by_memory',
-                             'redacted', f.spec -> 'redacted')),
+                             'redacted', f.spec -> 'redacted',
+                             'metadata', CASE WHEN f.metadata <> '{}'::jsonb THEN f.metadata END)),
                              f.spec) AS obj
                   FROM f ORDER BY created DESC, f.name COLLATE "C", f.kind COLLATE "C", f.tenant COLLATE "C"
-                  LIMIT max_rows) AS x)
-    INTO total, items;
+                  LIMIT $6) AS x)
+    $q$, dna.filter_sql(filter, 'i.metadata'))
+    INTO total, items
+    USING scope, kinds, tenant, world, include_invalid, max_rows;
     RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'now', dna.iso8601(world),
-                              'include_invalid', include_invalid, 'total', total, 'memories', items);
+                              'include_invalid', include_invalid, 'total', total, 'memories', items)
+        || CASE WHEN filter IS NOT NULL THEN jsonb_build_object('filter', filter) ELSE '{}'::jsonb END;
 END
 $$;
 
-COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean) IS
+COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean, jsonb) IS
 'Lists the memories of a scope (kinds default dna.recallable_kinds(); tenant overlay: the tenant''s '
 'rows shadow base rows), newest created_at first then name, kind, tenant; by default only those valid '
 'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100). '
 'Read-only. personal => true lists the caller''s personal memories over the shared base (42501 without '
 'an identity). Returns {scope, tenant, personal, now, include_invalid, total, memories[{kind, name, tenant, valid, '
 'retention, surface_count?, superseded_by?, redacted? (the tombstone of dna.redact: {at, by, reason, '
-'digest}), summary, area, affect, tags, memory_type, created_at, valid_from, valid_to?, title}]}. Errors: 22023, 22007, 42501.';
+'digest}), summary, area, affect, tags, memory_type, created_at, valid_from, valid_to?, title, metadata? (dna.memory_metadata, '
+'when not empty)}][, filter]}. filter (jsonb, default NULL): only the memories whose metadata passes it (sql/metadata.sql; '
+'a condition of the scan, total counts them). Errors: 22023 (max_rows, kinds, a malformed filter), 22001 (filter too large), 22007, 42501.';

@@ -86,6 +86,40 @@ COMMENT ON FUNCTION dna.lock_memory(text, text, text, text, text) IS
 'then the row FOR UPDATE). Arguments are already validated by the caller. required_by (a verb that needs '
 'the row, e.g. ''forget''): no such row raises P0002 naming that verb; otherwise no error of its own.';
 
+CREATE OR REPLACE FUNCTION dna.restated_spec(kind text, given jsonb, prepared jsonb, stored jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    lifecycle constant text[] := ARRAY['created_at', 'valid_from', 'valid_to', 'superseded_by_memory', 'revivals',
+                                       'cues_history', 'last_surfaced', 'surface_count'];
+    f text;
+BEGIN
+    IF stored IS NULL THEN
+        RETURN prepared;
+    END IF;
+    -- Remembering an existing memory again restates it: the new spec replaces the stored one,
+    -- but its life history (lifecycle keys the caller did not give) is kept.
+    FOREACH f IN ARRAY lifecycle LOOP
+        IF stored ? f AND NOT given ? f THEN
+            prepared := jsonb_set(prepared, ARRAY[f], stored -> f);
+        END IF;
+    END LOOP;
+    -- A derived encoding context is the record's own: its time of day is that of the kept created_at.
+    IF kind = 'Engram' AND NOT coalesce(jsonb_typeof(given -> 'encoding_context') = 'object'
+                                         AND given -> 'encoding_context' <> '{}'::jsonb, false) THEN
+        prepared := prepared || jsonb_build_object('encoding_context', dna.derive_encoding_context(prepared));
+    END IF;
+    RETURN prepared;
+END
+$$;
+
+COMMENT ON FUNCTION dna.restated_spec(text, jsonb, jsonb, jsonb) IS
+'The spec a remember writes over a stored one (NULL: none, prepared is written): prepared (given, through '
+'dna.prepare_memory_spec) with the stored lifecycle keys (created_at, valid_from, valid_to, superseded_by_memory, '
+'revivals, cues_history, last_surfaced, surface_count) the caller did not give, and an Engram''s derived '
+'encoding context recomputed from the kept created_at. dna.remember and dna.remember_many write it. Pure.';
+
 DROP FUNCTION IF EXISTS dna.remember(text, jsonb, text, text, text, timestamptz, vector, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.remember(
     scope text, spec jsonb, kind text DEFAULT 'Engram', name text DEFAULT NULL, tenant text DEFAULT '',
@@ -93,6 +127,7 @@ CREATE OR REPLACE FUNCTION dna.remember(
     personal boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -102,9 +137,6 @@ DECLARE
     merged jsonb;
     action text;
     idx jsonb;
-    lifecycle constant text[] := ARRAY['created_at', 'valid_from', 'valid_to', 'superseded_by_memory', 'revivals',
-                                       'cues_history', 'last_surfaced', 'surface_count'];
-    f text;
     ver record;
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
@@ -116,18 +148,8 @@ BEGIN
     name := dna.check_key('name', coalesce(name, dna.memory_name(kind, merged)), 512);
     SELECT l.api, l.stored INTO api, stored FROM dna.lock_memory(scope, kind, name, tenant) AS l;
     IF stored IS NOT NULL THEN
-        -- Remembering an existing memory again restates it: the new spec replaces the stored one,
-        -- but its life history (lifecycle keys the caller did not give) is kept.
-        FOREACH f IN ARRAY lifecycle LOOP
-            IF stored ? f AND NOT spec ? f THEN
-                merged := jsonb_set(merged, ARRAY[f], stored -> f);
-            END IF;
-        END LOOP;
-        -- A derived encoding context is the record's own: its time of day is that of the kept created_at.
-        IF kind = 'Engram' AND NOT coalesce(jsonb_typeof(spec -> 'encoding_context') = 'object'
-                                             AND spec -> 'encoding_context' <> '{}'::jsonb, false) THEN
-            merged := merged || jsonb_build_object('encoding_context', dna.derive_encoding_context(merged));
-        END IF;
+        -- A restatement keeps the stored life history (dna.restated_spec).
+        merged := dna.restated_spec(kind, spec, merged, stored);
         action := CASE WHEN merged = stored THEN 'unchanged' ELSE 'updated' END;
     ELSE
         action := 'created';
@@ -241,9 +263,11 @@ CREATE OR REPLACE FUNCTION dna.recall(
     kinds text[] DEFAULT NULL, k integer DEFAULT 5, tenant text DEFAULT '', reconsolidate boolean DEFAULT true,
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
     personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
-    min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL)
+    min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL,
+    filter jsonb DEFAULT NULL, context integer DEFAULT 0)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -274,6 +298,11 @@ BEGIN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023', HINT = 'k is the number of memories: an integer from 0 to 1000 (0: none).';
     END IF;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
+    filter := dna.check_filter(filter);                 -- 22023 with a hint when malformed (sql/metadata.sql)
+    IF context IS NULL OR context < 0 OR context > 20 THEN
+        RAISE EXCEPTION 'context must be between 0 and 20, got %', coalesce(context::text, 'NULL') USING ERRCODE = '22023',
+            HINT = 'context => n returns with each hit of a conversation (Kind Turn) the n turns before and after it; 0: none.';
+    END IF;
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
     decay := coalesce(lower(btrim(decay)), 'surfaced');
@@ -327,7 +356,9 @@ BEGIN
                         -- as_of: the memories restated since, ranked by their past text (above)
                         past => past_rows,
                         -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
-                        min_similarity => min_similarity, min_lexical_score => min_lexical_score) AS x);
+                        min_similarity => min_similarity, min_lexical_score => min_lexical_score,
+                        -- the metadata filter, inside both lanes before their top k
+                        filter => filter) AS x);
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM unnest(search_hits) AS x
@@ -390,6 +421,7 @@ BEGIN
                                        ELSE rk.snippet END,
                        'ranked_by', CASE WHEN rk.by_past THEN 'past_text' END, 'similarity', rk.similarity,
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
+                       'metadata', CASE WHEN rk.metadata <> '{}'::jsonb THEN rk.metadata END,
                        'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
                        'explain', CASE WHEN explain THEN jsonb_build_object(
                                       'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
@@ -405,6 +437,8 @@ BEGIN
 
     top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)
                      FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
+    -- context => n: each turn of a conversation with the turns around it (sql/conversations.sql)
+    top := dna.turn_neighbours(scope, tenant, top, context);
 
     IF reconsolidate THEN
         -- Light reconsolidation of the surfaced Engrams, in one statement; fail-soft and never waits:
@@ -467,7 +501,8 @@ BEGIN
                                        'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
             'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'tenant', tenant, 'personal', personal IS TRUE,
                                           'valid_time', CASE WHEN as_of IS NULL THEN dna.iso8601(world) END,
-                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of)),
+                                          'world_time', dna.iso8601(world), 'as_of', dna.iso8601(as_of),
+                                          'filter', filter),
             'degradations', to_jsonb(array_remove(ARRAY[
                 CASE WHEN NOT blank AND query_embedding IS NULL THEN 'no query embedding: lexical lane only' END,
                 CASE WHEN NOT blank AND query_embedding IS NOT NULL AND NOT semantic_on
@@ -485,7 +520,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
 'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
@@ -535,5 +570,11 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'min_lexical_score (BM25 >= 0) go to dna.search (each drops its lane''s candidates below it; default NULL: no '
 'floor); with either, the answer carries floors {min_similarity, min_lexical_score, removed_dense, '
 'removed_lexical} (the candidates each floor removed; NULL when the floors emptied the pool, whose count '
-'dna.search''s NOTICE gives). Errors: 22023 (k, kinds, model_id, embedding width, decay, floors), 22001 (query > 10000 chars), '
+'dna.search''s NOTICE gives). filter (jsonb, default NULL): the metadata filter (sql/metadata.sql), passed to '
+'dna.search, which applies it inside both lanes before their top k (a memory''s metadata: dna.memory_metadata, its '
+'spec.metadata with tags, area, created_at, valid_from/valid_to, conversation, session, speaker...); each hit carries '
+'its metadata when it has any, and explain.filters.filter echoes it. context (0..20, default 0): each hit of Kind Turn '
+'(a conversation''s, dna.remember_conversation) carries context, the turns of its session within context places before '
+'and after it (dna.turn_neighbours). Errors: 22023 (k, kinds, model_id, embedding '
+'width, decay, floors, a malformed filter, context), 22001 (query > 10000 chars, filter > 65536 bytes), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';

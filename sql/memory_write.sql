@@ -199,12 +199,17 @@ BEGIN
             END IF;
         END IF;
         IF NEW.spec = OLD.spec AND NEW.valid_at = OLD.valid_at THEN
-            RETURN NEW;                                    -- nothing to re-derive
+            IF 'memory.recallable' = ANY (traits) THEN
+                NEW.metadata := dna.memory_metadata(NEW.spec, NEW.valid_at);   -- never written by hand
+            END IF;
+            RETURN NEW;                                    -- nothing else to re-derive
         END IF;
     END IF;
-    -- World time mirrors the spec for memory Kinds: valid_at = [valid_from, valid_to).
+    -- World time mirrors the spec for memory Kinds: valid_at = [valid_from, valid_to); the metadata
+    -- filters read is derived from both (sql/metadata.sql).
     IF 'memory.recallable' = ANY (traits) THEN
         NEW.valid_at := dna.spec_valid_at(NEW.spec, coalesce(lower(NEW.valid_at), NEW.created_at, now()));
+        NEW.metadata := dna.memory_metadata(NEW.spec, NEW.valid_at);
     END IF;
     RETURN NEW;
 END
@@ -216,7 +221,8 @@ COMMENT ON FUNCTION dna.instances_before_write() IS
 'memory (dna.is_redacted) is never written again (55000); only a role dna.may_redact allows turns a record '
 'into a tombstone (42501); any other spec passes the history guard dna.guard_memory_history (a stored valid_to is lifted only by dna.revive, '
 '55000 when a write moves it; revivals and cues_history only grow; surface_count never decreases). '
-'(2) For memory Kinds, valid_at := dna.spec_valid_at(spec). (3) id and created_at are immutable, '
+'(2) For memory Kinds, valid_at := dna.spec_valid_at(spec) and metadata := dna.memory_metadata(spec, valid_at) '
+'(whatever the statement wrote). (3) id and created_at are immutable, '
 'updated_at = now(). (4) op (the verb label dna.instances_after_write records) is this write''s: on UPDATE '
 'kept only when the statement named it (dna.instances_op_named), else NULL.';
 
@@ -361,7 +367,9 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF dna.kind_has_trait(OLD.kind, 'memory.recallable') AND EXISTS (
+    -- A memory's own search row is its passage 0; passages 1, 2, … are further texts it is found by
+    -- (dna.remember_many's passages, a conversation turn's views), which a new write replaces.
+    IF OLD.passage = 0 AND dna.kind_has_trait(OLD.kind, 'memory.recallable') AND EXISTS (
            SELECT 1 FROM dna.dna_instances AS i
            WHERE i.scope = OLD.scope AND i.kind = OLD.kind AND i.name = OLD.name AND i.tenant = OLD.tenant
              AND NOT dna.is_redacted(i.spec)) THEN
@@ -375,10 +383,11 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.search_docs_refuse_delete() IS
-'BEFORE DELETE trigger of the width search tables: the search document of a stored record of a '
-'memory Kind (Engram, Research, Evidence) cannot be deleted (dna.delete_document, the client''s delete, raw '
-'DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
-'go. Errors: 23001 naming dna.forget.';
+'BEFORE DELETE trigger of the width search tables: the search document (passage 0) of a stored record of a '
+'memory Kind (Engram, Research, Evidence, Turn, Episode) cannot be deleted (dna.delete_document, the client''s '
+'delete, raw DELETE), since that would retire the memory outside dna.forget; those of a redacted memory (dna.redact) '
+'go, and so do a memory''s further passages (1, 2, …: texts it is also found by, which each write replaces). '
+'Errors: 23001 naming dna.forget.';
 
 CREATE OR REPLACE FUNCTION dna.record_valid_at(scope text, kind text, name text, tenant text)
 RETURNS tstzrange
@@ -395,6 +404,22 @@ $$;
 COMMENT ON FUNCTION dna.record_valid_at(text, text, text, text) IS
 'The world-time validity (valid_at) of the record (scope, kind, name, tenant) in dna.dna_instances, or NULL '
 'when there is none: the valid_at a memory''s search rows carry.';
+
+CREATE OR REPLACE FUNCTION dna.record_metadata(scope text, kind text, name text, tenant text)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN (SELECT i.metadata FROM dna.dna_instances AS i
+            JOIN dna.dna_kinds AS k ON k.kind = i.kind AND k.api_version = i.api_version
+            WHERE i.scope = record_metadata.scope AND i.kind = record_metadata.kind
+              AND i.name = record_metadata.name AND i.tenant = record_metadata.tenant);
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_metadata(text, text, text, text) IS
+'The metadata of the record (scope, kind, name, tenant) in dna.dna_instances (a memory''s: dna.memory_metadata), or '
+'NULL when there is none: the metadata a memory''s search rows carry.';
 
 CREATE OR REPLACE FUNCTION dna.mirror_valid_at(mirrored boolean)
 RETURNS text
@@ -418,10 +443,12 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    -- A memory's search documents carry its world time, so dna.search can filter validity inside
-    -- each lane (an index condition, not a probe per candidate). Other Kinds keep what they are given.
+    -- A memory's search documents carry its world time and metadata, so dna.search can filter validity
+    -- and metadata inside each lane (an index condition, not a probe per candidate). Other Kinds keep
+    -- what they are given.
     IF dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         NEW.valid_at := dna.record_valid_at(NEW.scope, NEW.kind, NEW.name, NEW.tenant);
+        NEW.metadata := coalesce(dna.record_metadata(NEW.scope, NEW.kind, NEW.name, NEW.tenant), '{}'::jsonb);
     END IF;
     RETURN NEW;
 END
@@ -431,9 +458,10 @@ COMMENT ON FUNCTION dna.search_docs_valid_at() IS
 'BEFORE INSERT OR UPDATE trigger of the width search tables (dna_search_docs_valid_at, WHEN dna.valid_at_mirrored '
 'is not on): the search document of a memory Kind (trait memory.recallable) gets valid_at = the world-time '
 'validity of its record in dna.dna_instances (dna.record_valid_at; NULL when there is none: always in '
-'force). dna.search filters on it. Other Kinds keep the valid_at written. The verbs that write search rows '
-'(dna.index_document, dna.index_documents, the valid_at mirror of dna.dna_instances, dna.reconcile, '
-'dna.set_search_config) give memory rows that value themselves, by statements of their own (on Citus no '
+'force) and metadata = the record''s metadata (dna.record_metadata, dna.memory_metadata; ''{}'' when there is '
+'none). dna.search filters on both. Other Kinds keep the valid_at and metadata written. The verbs that write '
+'search rows (dna.index_document, dna.index_documents, the valid_at mirror of dna.dna_instances, dna.reconcile, '
+'dna.set_search_config) give memory rows those values themselves, by statements of their own (on Citus no '
 'table is read inside a shard''s INSERT, citus-probe-3 D5), and set dna.valid_at_mirrored = on for their '
 'statement (dna.mirror_valid_at), so the trigger runs only for plain INSERTs and UPDATEs.';
 
@@ -443,19 +471,28 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     w integer;
+    stale boolean;
 BEGIN
-    IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at THEN
+    IF TG_OP = 'UPDATE' AND NEW.valid_at = OLD.valid_at AND NEW.metadata = OLD.metadata THEN
         RETURN NULL;                                       -- reconsolidation and restatements: nothing to copy
     END IF;
     IF NOT dna.kind_has_trait(NEW.kind, 'memory.recallable') THEN
         RETURN NULL;
     END IF;
-    PERFORM dna.mirror_valid_at(true);                 -- these statements write the record's valid_at
+    -- Each width table probed first and updated only where a row differs: an UPDATE that changes nothing
+    -- still fires the width table's statement triggers (the BM25 sync reads its transition tables: ~2 ms
+    -- each, five per new memory before this probe, most of a remember's cost).
+    PERFORM dna.mirror_valid_at(true);                 -- these statements write the record's valid_at and metadata
     FOR w IN SELECT dna.search_widths() LOOP
-        EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM dna.%I AS t WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4
+                          AND t.tenant = $5 AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6))',
+                       'dna_search_docs_' || w)
+            INTO stale USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant, NEW.metadata;
+        CONTINUE WHEN NOT stale;
+        EXECUTE format('UPDATE dna.%I AS t SET valid_at = $1, metadata = $6
                         WHERE t.scope = $2 AND t.kind = $3 AND t.name = $4 AND t.tenant = $5
-                          AND t.valid_at IS DISTINCT FROM $1', 'dna_search_docs_' || w)
-            USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant;
+                          AND (t.valid_at IS DISTINCT FROM $1 OR t.metadata IS DISTINCT FROM $6)', 'dna_search_docs_' || w)
+            USING NEW.valid_at, NEW.scope, NEW.kind, NEW.name, NEW.tenant, NEW.metadata;
     END LOOP;
     PERFORM dna.mirror_valid_at(false);
     RETURN NULL;
@@ -463,9 +500,11 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.instances_sync_search_valid_at() IS
-'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at of a memory (forget, revive, '
-'remember with valid_from/valid_to) changes, copies it to the search documents of that record in every '
-'width table (every model_id), so dna.search leaves retired memories out at once.';
+'AFTER INSERT OR UPDATE trigger of dna.dna_instances: when the valid_at or the metadata of a memory (forget, '
+'revive, remember with valid_from/valid_to, new tags or spec.metadata) changes, copies both to the search '
+'documents of that record in every width table (every model_id), so dna.search leaves retired memories out '
+'and filters on the new metadata at once. Each width table is probed first and updated only where a row differs '
+'(an UPDATE changing nothing still fires the BM25 statement triggers).';
 
 CREATE OR REPLACE FUNCTION dna.instances_op_named()
 RETURNS trigger

@@ -338,6 +338,7 @@ COMMENT ON FUNCTION dna.receipt_run(text, jsonb, text, vector) IS
 CREATE OR REPLACE FUNCTION dna.take_receipt(verb text, args jsonb, keep_query boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -446,6 +447,7 @@ CREATE OR REPLACE FUNCTION dna.replay(receipt_id uuid, query text DEFAULT NULL, 
                                       now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE

@@ -21,9 +21,10 @@ CREATE OR REPLACE FUNCTION dna.search(
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
     min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
     fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false,
-    past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL)
+    past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL, filter jsonb DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -61,6 +62,11 @@ DECLARE
     lane_exact boolean[] := '{}';
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
     bitmapscan text;                                     -- enable_bitmapscan before it (with past texts)
+    filter_pred text;                                    -- the filter compiled over t.metadata (dna.filter_sql)
+    matching bigint;                                     -- with a filter: rows of the partition it keeps (up to a bound)
+    dense_found bigint;                                  -- with a filter: candidates the HNSW lane gave
+    dense_route text;                                    -- with a filter: how the dense lane was answered, for explain
+    any_match boolean;                                   -- with a filter and no hit: does any row pass it?
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
 BEGIN
     scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
@@ -109,6 +115,9 @@ BEGIN
         RAISE EXCEPTION 'past_texts and past are one list in two forms: give one of them' USING ERRCODE = '22023',
             HINT = 'past_texts is the JSON form (an array of {kind, name, tenant, tsv}), past the typed one (dna.past_text[]).';
     END IF;
+    -- The metadata filter (sql/metadata.sql): 22023 with a hint when malformed; {} is no filter.
+    filter := dna.check_filter(filter);
+    filter_pred := dna.filter_sql(filter, 't.metadata');
     IF min_similarity IS NOT NULL AND NOT (min_similarity >= -1 AND min_similarity <= 1) THEN
         RAISE EXCEPTION 'min_similarity must be a cosine between -1 and 1, got %', min_similarity
             USING ERRCODE = '22023', HINT = 'min_similarity is the dense lane''s floor: a cosine from -1 to 1 (NULL: no floor).';
@@ -175,6 +184,14 @@ BEGIN
             RAISE EXCEPTION '%: every element needs kind, name and tenant (strings)',
                 CASE WHEN past_texts IS NOT NULL THEN 'past_texts' ELSE 'past' END USING ERRCODE = '22023';
         END IF;
+        IF filter IS NOT NULL AND cardinality(past_hits) > 0 THEN
+            -- the filter reads a record's metadata as its rows hold it today (a past text has none of its own)
+            EXECUTE format('SELECT coalesce(array_agg(p), ''{}'') FROM unnest($1::dna.past_text[]) AS p
+                            WHERE EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $2 AND t.model_id = $3 AND t.kind = p.kind
+                                            AND t.name = p.name AND t.tenant = p.tenant AND t.passage = 0 AND %s)',
+                           tbl, filter_pred)
+                INTO past_hits USING past_hits, scope, model_id;
+        END IF;
     END IF;
     -- Any document of this model in the partition (base rows or the caller's tenant)? One index probe;
     -- the lexical lane computes the statistics itself.
@@ -220,7 +237,7 @@ BEGIN
         -- statement the same first depth rows (every row above the cut is there, and depth of them are
         -- kept), so the answer is the one a single run with the records' count more gives (measured on
         -- bench/recall_as_of.py: 1,347 rows joined to their documents instead of ~240).
-        lane_cut := CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END;
+        lane_cut := CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END;
         lane_extra := least(cardinality(past_keys), lane_cut);
         LOOP
             PERFORM set_config('dna.bm25_explain', '{}', true);
@@ -232,11 +249,12 @@ BEGIN
                                    coalesce(array_agg(d.tenant), ''{}''), coalesce(array_agg(d.passage), ''{}''),
                                    coalesce(array_agg(dna.score_round(c.score)), ''{}''), coalesce(array_agg(c.exact), ''{}'')
                             FROM unnest($1::bigint[], $2::float8[], $3::boolean[]) AS c(doc_id, score, exact)
-                            CROSS JOIN LATERAL (SELECT d.kind, d.name, d.tenant, d.passage, d.valid_at FROM %s AS d
+                            CROSS JOIN LATERAL (SELECT d.kind, d.name, d.tenant, d.passage, d.valid_at, d.metadata FROM %s AS d
                                                 WHERE d.scope = $4 AND d.doc_id = c.doc_id LIMIT 1) AS d
                             WHERE ($5::text IS NULL OR starts_with(d.name, $5))
                               AND ($6::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $6)
-                              AND (d.name || chr(31) || d.kind || chr(31) || d.tenant) NOT IN (SELECT unnest($7::text[]))', tbl)
+                              AND (d.name || chr(31) || d.kind || chr(31) || d.tenant) NOT IN (SELECT unnest($7::text[]))
+                              AND %s', tbl, dna.filter_sql(filter, 'd.metadata'))
                 INTO lane_kinds, lane_names, lane_tenants, lane_passages, lane_scores, lane_exact
                 USING lane_ids, lane_scores, lane_exact, scope, name_prefix, valid_time, past_keys;
             EXIT WHEN lane_cut IS NULL OR lane_extra >= cardinality(past_keys)
@@ -263,12 +281,14 @@ BEGIN
     -- Filters, applied inside each lane so that neither starves the fused list.
     -- Tenant overlay: base rows ('') plus the caller's tenant; a tenant row shadows the base row.
     -- (With the base tenant '' the overlay is just t.tenant = '': a simpler plan for the common case.)
+    -- The metadata filter is one more condition of the lane (its literals inlined: each filter plans alone).
     lane_filter := format(
         't.scope = $1 AND t.model_id = $2
          AND ($5::text[] IS NULL OR t.kind = ANY ($5))
          AND ($7::text IS NULL OR starts_with(t.name, $7))
          AND ($17::timestamptz IS NULL OR t.valid_at IS NULL OR t.valid_at @> $17)
-         AND %s AND %s',
+         AND %s AND %s AND %s',
+        filter_pred,
         CASE WHEN past_keys IS NULL THEN 'true'
              ELSE '(t.name || chr(31) || t.kind || chr(31) || t.tenant) NOT IN (SELECT unnest($29::text[]))' END,
         CASE WHEN tenant = '' THEN 't.tenant = '''''
@@ -287,6 +307,24 @@ BEGIN
                 INTO dense_exact USING scope, model_id;
         ELSE
             dense_exact := exact;
+        END IF;
+        -- A metadata filter that keeps few rows (at most max(dna.exact_scan_rows(), depth), counted up to
+        -- one more through the GIN index of the filter's containments) is answered by an exact scan of
+        -- those rows: cheaper than walking the graph past every row the filter drops, and exact.
+        IF filter IS NOT NULL AND NOT dense_exact AND exact IS NULL THEN
+            EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM %s AS t WHERE t.embedding IS NOT NULL AND %s LIMIT %s) AS r',
+                           tbl, lane_filter, greatest(dna.exact_scan_rows(), dense_depth) + 1)
+                INTO matching
+                USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+                      weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
+                      CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
+                      NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
+                      NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
+            IF matching <= greatest(dna.exact_scan_rows(), dense_depth) THEN
+                dense_exact := true;
+                dense_route := format('exact scan: %s rows match the filter (at most max(exact_scan_rows, depth) = %s)',
+                                      matching, greatest(dna.exact_scan_rows(), dense_depth));
+            END IF;
         END IF;
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
         -- filter still yields the candidates. Planner settings are transaction-local.
@@ -316,7 +354,8 @@ BEGIN
     -- overlay is in the partition (shadowed base rows left out) and the Kind filter is in the
     -- postings, so the scores are cut at $16 (ties included) before the join to the documents:
     -- the depth plus the documents out of force at valid_time, so that the validity filter cannot
-    -- starve the lane. Only a name_prefix (a document column) needs every score ($16 NULL).
+    -- starve the lane. Only a name_prefix or a metadata filter (document columns) needs every score
+    -- ($16 NULL: the lane is then exhaustive, and the join keeps the rows they pass, before the depth).
     -- Scores are rounded to 12 significant digits (dna.score_round): mathematically equal BM25
     -- scores that float arithmetic left 1 ulp apart tie, and order by key.
     -- The lane's certificate (exact) is carried to every hit.
@@ -332,6 +371,7 @@ BEGIN
          JOIN ' || tbl::text || ' AS d ON d.scope = $1 AND d.doc_id = c.doc_id
          WHERE ($7::text IS NULL OR starts_with(d.name, $7))
            AND ($17::timestamptz IS NULL OR d.valid_at IS NULL OR d.valid_at @> $17)
+           AND ' || dna.filter_sql(filter, 'd.metadata') || '
          ORDER BY c.score DESC, d.kind, d.name, d.tenant, d.passage
          LIMIT $13';
     IF past_keys IS NOT NULL THEN
@@ -377,6 +417,38 @@ BEGIN
             PERFORM set_config('enable_bitmapscan', 'off', true);
         END IF;
     END IF;
+    -- A filtered HNSW lane goes on iterating (hnsw.iterative_scan) until it has its depth or its scan
+    -- budget (hnsw.max_scan_tuples) is spent; more rows match the filter than the depth here (else the
+    -- scan above was exact), so fewer candidates means the scan ran dry: the lane is then answered by
+    -- an exact scan of the rows the filter keeps, and explain says so.
+    IF filter IS NOT NULL AND NOT degraded AND NOT dense_exact THEN
+        EXECUTE 'SELECT count(*) FROM (' || dense_sql || ') AS d' INTO dense_found
+            USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
+                      weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
+                      CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
+                      NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
+                      NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
+        IF dense_found < dense_depth THEN
+            dense_exact := true;
+            dense_route := format('hnsw ran dry (%s of %s candidates under the filter): exact scan', dense_found, dense_depth);
+            dense_sql := format(
+                'SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
+                        row_number() OVER (ORDER BY c.similarity DESC, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
+                 FROM (SELECT t.kind, t.name, t.tenant, t.passage, dna.score_round(1 - (t.embedding <=> $3)) AS similarity
+                       FROM %s AS t
+                       WHERE t.embedding IS NOT NULL AND %s
+                       ORDER BY dna.score_round(1 - (t.embedding <=> $3)) DESC, t.kind, t.name, t.tenant, t.passage
+                       LIMIT $4) AS c', tbl, lane_filter);
+            PERFORM set_config('enable_seqscan', seqscan, true);
+            seqscan := NULL;
+            IF bitmapscan IS NOT NULL THEN
+                PERFORM set_config('enable_bitmapscan', bitmapscan, true);
+                bitmapscan := NULL;
+            END IF;
+        ELSE
+            dense_route := format('hnsw, iterative scan: %s candidates under the filter', dense_found);
+        END IF;
+    END IF;
 
     -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
     -- completed in the statement by the candidate counts; the dense lane's path is read from its plan,
@@ -386,7 +458,7 @@ BEGIN
             EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
                 USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
                       weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
-                      CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+                      CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
                       NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
                       NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
         END IF;
@@ -405,14 +477,16 @@ BEGIN
                                                  WHEN exact THEN 'exact => true' ELSE 'exact => false' END,
                               'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN least(greatest(dense_depth, 40), 1000) END,
                               'iterative_scan', CASE WHEN plan LIKE '%hnsw%' THEN 'strict_order' END,
-                              'depth', dense_depth, 'min_similarity', min_similarity) END,
+                              'depth', dense_depth, 'min_similarity', min_similarity,
+                              'filter', dense_route) END,
             'lexical', jsonb_build_object('scoring', 'BM25', 'k1', cfg.bm25_k1, 'b', cfg.bm25_b, 'ts_config', cfg.ts_config::text,
                                           'terms', to_jsonb(terms), 'depth', lexical_depth,
-                                          'cut_at', CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END,
+                                          'cut_at', CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END,
                                           'min_lexical_score', min_lexical_score),
             'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'name_prefix', name_prefix, 'tenant', tenant,
                                           'personal', coalesce(personal, false), 'valid_time', valid_time,
-                                          'out_of_force_at_valid_time', retired, 'passages', coalesce(passages, false)));
+                                          'out_of_force_at_valid_time', retired, 'passages', coalesce(passages, false),
+                                          'filter', filter));
     END IF;
 
     -- Relevance floors (min_similarity on the dense lane, min_lexical_score on the lexical lane)
@@ -433,7 +507,7 @@ BEGIN
         SELECT coalesce(array_agg(c.doc_id), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.exact), '{}')
         INTO lane_ids, lane_scores, lane_exact
         FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b,
-                           CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, kinds) AS c;
+                           CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, kinds) AS c;
     END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
@@ -495,7 +569,8 @@ BEGIN
                         ''lexical'', $28::jsonb -> ''lexical'' || jsonb_build_object(
                             ''candidates'', (SELECT count(*) FROM lexical_all), ''removed_by_floor'', r.lexical,
                             ''exact'', coalesce((SELECT bool_and(x.exact) FROM lexical_all AS x), true)),
-                        ''fused_candidates'', (SELECT count(*) FROM fused))) END
+                        ''fused_candidates'', (SELECT count(*) FROM fused))) END,
+                doc.metadata
          FROM best AS f
          CROSS JOIN removed AS r
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
@@ -503,7 +578,7 @@ BEGIN
          ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, lexical_sql, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
-              CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+              CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
               dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
               coalesce(explain, false), answer, past_keys, past_idf, coalesce(cardinality(past_keys), 0), past_hits,
@@ -519,6 +594,17 @@ BEGIN
     -- which Kinds there are (one index probe per Kind asked; the list only when all are missing).
     -- Checked only when the answer is empty (a Kind with documents here gives an empty answer only
     -- when nothing matches): a recall or search that has hits pays nothing for it.
+    -- An empty answer under a metadata filter that no row of the partition passes: say so (checked only
+    -- when the answer is empty; usually one GIN probe).
+    IF returned = 0 AND filter IS NOT NULL THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.model_id = $2
+                                       AND t.tenant IN ('''', $3) AND %s)', tbl, filter_pred)
+            INTO any_match USING scope, model_id, tenant;
+    END IF;
+    IF returned = 0 AND filter IS NOT NULL AND NOT any_match THEN
+        RAISE NOTICE 'no document of scope % (model_id %) matches the filter %', quote_literal(scope),
+            quote_literal(model_id), filter::text USING ERRCODE = '02000';
+    END IF;
     IF returned = 0 AND kinds IS NOT NULL THEN
         EXECUTE format('SELECT array_agg(q.k ORDER BY q.k) FROM unnest($2::text[]) AS q(k)
                         WHERE NOT EXISTS (SELECT 1 FROM %s AS t WHERE t.scope = $1 AND t.kind = q.k
@@ -544,7 +630,7 @@ BEGIN
             INTO removed_dense, removed_lexical
             USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
                   weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
-                  CASE WHEN name_prefix IS NULL THEN lexical_depth + retired END, valid_time,
+                  CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
                   coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
                   dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
               coalesce(explain, false), answer, past_keys, past_idf, coalesce(cardinality(past_keys), 0), past_hits,
@@ -558,7 +644,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[]) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[], jsonb) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -611,4 +697,14 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'holds today counts df 1, the past text itself), fused like every other '
 'candidate; the lexical lane fetches at most its cut plus as many rows more (twice its cut when that is fewer, then '
 'again with all of them only if fewer than its depth were left), which gives the answer of one run with all of them '
-'more whenever the lane is exact; not a JSON array, an element without kind, name and tenant, or both forms given: 22023.';
+'more whenever the lane is exact; not a JSON array, an element without kind, name and tenant, or both forms given: 22023. '
+'filter (jsonb, default NULL; {} is none): the metadata filter of sql/metadata.sql (equality, eq/ne, in/nin, gt/gte/lt/lte '
+'on numbers and ISO-8601 timestamps, exists, contains/contains_any on arrays, and/or/not; dna.filter_sql), a condition '
+'of both lanes before their top k, on the row''s metadata (a document''s, dna.set_document_metadata; a memory''s, '
+'dna.memory_metadata): the dense lane answers by an exact scan when at most max(dna.exact_scan_rows(), depth) rows '
+'pass it (with exact => NULL), else HNSW with iterative scans, and by an exact scan of the rows that pass when that '
+'HNSW scan gives fewer than its depth (ran dry); the lexical lane scores every posting of the query terms '
+'(as with name_prefix) and keeps the rows that pass, so k hits come whenever k rows match. explain: answer.dense.filter '
+'says which, answer.filters.filter echoes it. A past text (past/past_texts) passes by its record''s metadata today. '
+'Every hit carries its row''s metadata. An empty answer under a filter no row passes raises a NOTICE (02000). '
+'Malformed: 22023 with a hint naming the place (dna.filter_sql), 22001 over 65536 bytes.';

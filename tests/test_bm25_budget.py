@@ -9,8 +9,12 @@ fit the budget.
 """
 from __future__ import annotations
 
+import copy
+import itertools
+import os
 import random
 
+import psycopg
 import pytest
 
 from test_bm25 import K1, B, MODEL, _compact, _postings_are_exact, bm25_reference
@@ -36,8 +40,36 @@ def _lane(sql, scope, query, k=10, **kw):
                        {"s": scope, "q": query, "m": MODEL, "k": k, **kw}).fetchall()
 
 
+@pytest.fixture(scope="module")
+def mixed_template(request, pg_server, dna_template):
+    """The mixed scope written once for the module: (its database, its documents)."""
+    name = f"dna_mixed_{os.getpid()}_{request.module.__name__}"
+    with pg_server.janitor(name, template=dna_template):
+        with psycopg.connect(pg_server.dsn(name), autocommit=True) as conn:
+            docs = _fill_mixed_scope(conn)
+        yield name, docs
+
+
 @pytest.fixture
-def mixed_scope(sql):
+def dna_dsn(request, pg_server, dna_template):
+    """conftest's dna_dsn, except that a test asking for ``mixed_scope`` gets a fresh copy of the
+    mixed-scope database (CREATE DATABASE … TEMPLATE) instead of an empty one."""
+    template = request.getfixturevalue("mixed_template")[0] if "mixed_scope" in request.fixturenames else dna_template
+    name = f"dna_mixcopy_{os.getpid()}_{next(_copies)}"
+    with pg_server.janitor(name, template=template):
+        yield pg_server.dsn(name)
+
+
+_copies = itertools.count()
+
+
+@pytest.fixture
+def mixed_scope(mixed_template, sql):
+    """~400 documents in scope z (``_fill_mixed_scope``), in the test's own database; their words."""
+    return copy.deepcopy(mixed_template[1])
+
+
+def _fill_mixed_scope(sql):
     """~400 documents in the simple configuration: two bulk segments, a sealed memtable, a live
     memtable, and tombstones from updates and deletes."""
     sql.execute("SELECT dna.set_search_config('z', 'simple')")

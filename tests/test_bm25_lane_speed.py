@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_bm25 import MODEL, _compact
-from test_bm25_budget import QUERIES, _index_many, mixed_scope  # noqa: F401 - the fixture is used by name
+from test_bm25_budget import QUERIES, _index_many, dna_dsn, mixed_scope, mixed_template  # noqa: F401 - fixtures, used by name
 
 RELEASED = Path(__file__).resolve().parents[1] / "migrations" / "versions" / "0010_scale" / "bm25.sql"
 
@@ -24,6 +24,11 @@ def _load_released_lane(sql) -> None:
     lane = re.search(r"CREATE OR REPLACE FUNCTION dna\.bm25_lane\(.*?\n\$\$;\n", text, re.S).group(0)
     sql.execute("CREATE SCHEMA IF NOT EXISTS released")
     sql.execute(lane.replace("dna.bm25_lane", "released.bm25_lane"))
+    # The oracle runs without JIT, as dna.bm25_lane does from 0019 (on a server with JIT, PostgreSQL
+    # 15's Debian build for one, every call compiled its statements anew: seconds per call).
+    for (f,) in sql.execute("SELECT oid::regprocedure::text FROM pg_proc WHERE proname = 'bm25_lane' "
+                            "AND pronamespace = 'released'::regnamespace").fetchall():
+        sql.execute(f"ALTER FUNCTION {f} SET jit = off")
 
 
 def _lane(sql, schema: str, query: str, tenant: str, k: int | None, kinds, budget, exhaustive=False, candidates=None):

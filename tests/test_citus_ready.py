@@ -111,6 +111,20 @@ CALLS = {
     "verify integrity": "SELECT dna.verify_integrity('mem', 'full')",
     "reconcile": "SELECT dna.reconcile('mem', 'rebuild_lexical'), dna.reconcile('mem', 'reembed', 'dna-fake-hash-v1')",
     "source conflicts": "SELECT count(*) FROM dna.source_conflicts('mem', ARRAY['Doc'], ARRAY['d1'], ARRAY[''], ARRAY['/x'])",
+    # issue 25: filters, batch writes, conversations
+    "search filter": "SELECT count(*) FROM dna.search('mem', 'alpha gamma', dna.fake_embed('alpha gamma'), exact => false, "
+                     "filter => '{\"memory_type\": \"semantic\", \"created_at\": {\"gte\": \"2020-01-01\"}}')",
+    "recall filter": "SELECT dna.recall('mem', 'alpha', dna.fake_embed('alpha'), tenant => 'acme', "
+                     "filter => '{\"memory_type\": {\"in\": [\"semantic\", \"episodic\"]}}')",
+    "list filter": "SELECT dna.list_memories('mem', tenant => 'acme', filter => '{\"memory_type\": \"semantic\"}')",
+    "document metadata": "SELECT dna.set_document_metadata('mem', ARRAY['Doc'], ARRAY['d1'], ARRAY['{\"user\": 1}'::jsonb])",
+    "remember many": "SELECT dna.remember_many('mem', '[{\"spec\": {\"summary\": \"alpha many\"}}, "
+                     "{\"spec\": {\"summary\": \"alpha restated\"}, \"name\": \"m3\"}]', "
+                     "embeddings => ARRAY[dna.fake_embed('a'), NULL])",
+    "remember conversation": "SELECT dna.remember_conversation('mem', 'c1', '[{\"speaker\": \"A\", \"text\": \"alpha hi\"}, "
+                             "{\"speaker\": \"B\", \"text\": \"gamma yes\"}]'), "
+                             "dna.recall('mem', 'alpha', kinds => '{Turn}', context => 1, "
+                             "filter => '{\"conversation\": \"c1\"}')",
 }
 
 

@@ -16,7 +16,9 @@ from mcp import Client, StdioServerParameters
 
 from doors_world import SCOPE, SECRET, door_roles, door_world  # noqa: F401  (fixtures)
 
-TOOLS = {"search", "recall", "remember", "forget", "revive", "list_memories", "consolidate", "delete_memory"}
+TOOLS = {"search", "recall", "remember", "remember_many", "remember_conversation", "forget", "revive", "list_memories",
+         "consolidate",
+         "delete_memory"}
 
 
 def _server(dsn: str, *extra: str) -> StdioServerParameters:

@@ -131,5 +131,5 @@ def test_readme_examples_answer_on_any_clock_and_its_oids_are_valid(sql):
         sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, %s)", (f"readme_{i}", oid))
     # The documented limits and JSONL fields are stated.
     for phrase in ("1,000,000 bytes per document", "10,000 characters per query", "280 characters",
-                   "JSONL fields", "any other field is dropped"):
+                   "JSONL fields", "every other field is kept as the document's **metadata**"):
         assert phrase in readme, phrase

@@ -34,7 +34,7 @@ def test_round_trip_upgrade_downgrade_upgrade(empty_dsn):
     migrate.upgrade(empty_dsn)
     assert dna_objects(empty_dsn)[:3] == (schema, tables, funcs)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM dna.dna_kinds").fetchone()[0] == 3
+        assert conn.execute("SELECT count(*) FROM dna.dna_kinds").fetchone()[0] == 5
 
 
 def test_upgrade_is_idempotent(dna_dsn):

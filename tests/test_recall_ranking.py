@@ -250,7 +250,7 @@ def test_explain_gives_the_memory_part(sql):
     e = res["explain"]
     assert e["pool"] == {"asked": 15, "returned": e["pool"]["returned"], "in_force": e["pool"]["returned"],
                          "dropped": 0, "lane_candidates": 100}
-    assert e["filters"]["kinds"] == ["Engram", "Evidence", "Research"] and e["filters"]["valid_time"] == "2026-07-09T15:00:00+00:00"
+    assert e["filters"]["kinds"] == ["Engram", "Episode", "Evidence", "Research", "Turn"] and e["filters"]["valid_time"] == "2026-07-09T15:00:00+00:00"
     assert e["degradations"] == [] and e["decay"] == "surfaced"
     lexical = one(sql, "SELECT dna.recall(%s, %s, k => 5, reconsolidate => false, now => %s, explain => true)",
                   (S, query, NOW))

@@ -108,6 +108,61 @@ characters of each name (an 80,000-character text ran past 5 s); ``dna.take_rece
 ``dna.receipt_call`` refuse args without an argument that has no default (22023 naming ``args.scope``,
 new ``dna.receipt_required_args``) instead of failing 42883 "function dna.search(…) does not exist".
 Answers for valid input unchanged. No schema change.
+
+jit (issue 23, found running the suite on Debian's PostgreSQL 15, whose server has LLVM JIT on, as
+PostgreSQL's default and Amazon RDS's are; the embedded 18 has no JIT): the verbs' plans are many
+short statements whose row estimates (unnest, set-returning functions) pass ``jit_above_cost``, and a
+JIT compile is not cached across executions, so every call compiled them again: one
+``dna.bm25_lane`` call took 2.9 s with JIT and 88 ms without on the same data. The entry points that
+run statements over the tables (search, BM25 lane/explain/compaction and its statement trigger,
+indexing, the memory verbs, integrity, receipts: 30 functions in 13 plane files) carry ``SET jit =
+off``, which holds for every function they call. Same rows; no schema change.
+
+metadata (issue 25 items 1 and 3 of its list: metadata filters inside the lanes, date ranges): documents and
+memories carry ``metadata jsonb`` (``before_metadata.sql``: a column ``NOT NULL DEFAULT '{}'`` on
+``dna_instances`` and every width table, a GIN ``jsonb_path_ops`` index on each, and the attribute
+``metadata`` of ``dna.search_hit``). The new plane file ``sql/metadata.sql`` (in ``ORDER`` after
+``search_support.sql``, ``NEW``) holds the filter language (``dna.filter_sql`` compiles it to a predicate:
+equality, eq/ne, in/nin, gt/gte/lt/lte on numbers and ISO-8601 timestamps, exists, contains/contains_any,
+and/or/not; refused with 22023 and a hint naming the place when malformed), ``dna.memory_metadata`` (a
+memory's metadata: ``spec.metadata`` with its tags, area, affect, memory_type, created_at, valid_from /
+valid_to and conversation fields) and ``dna.set_document_metadata``. ``dna.search``, ``dna.recall`` and
+``dna.list_memories`` take ``filter jsonb`` (their 0018 signatures are dropped by ``before_metadata.sql``):
+a condition of both lanes before their top k; the dense lane answers exactly when few rows pass (at most
+max(``dna.exact_scan_rows()``, depth)) and falls back to an exact scan when a filtered HNSW scan runs dry,
+``explain`` says which; the lexical lane is exhaustive under a filter (as under name_prefix). The write path
+(``sql/memory_write.sql``) derives a memory's metadata on every write and copies it to its search rows with
+its valid_at; ``dna.prepare_memory_spec`` (``sql/memory_kinds.sql``) checks ``spec.metadata``.
+``after_metadata.sql`` derives the metadata of the memories already stored (one UPDATE through the write
+path's triggers, with row-level security lifted for the owner during it: no version is appended, their
+search rows get a copy); documents start with ``{}``. Without a filter every answer is 0018's.
+``undo_metadata.sql`` drops the new signatures, the columns, indexes and the hit's attribute.
+
+batch (issue 25 item 4 of its list: batch writes): the new plane file ``sql/memory_batch.sql`` (in ``ORDER``
+after ``memory_verbs.sql``, ``NEW``): ``dna.remember_many(scope, items, …, embeddings, atomic)`` writes many
+memories in one call and one transaction, set-based (one INSERT of the records, one ``dna.index_documents`` of
+their texts), a result per item; all or nothing by default with a bad item named by its position, or the
+good items written and the bad ones reported (``atomic => false``). ``dna.remember``'s restatement is the new
+pure ``dna.restated_spec`` (``sql/memory_verbs.sql``), which both write; the same rows and answers. No schema
+change.
+
+conversations (issue 25 item 2 of its list): the new plane file ``sql/conversations.sql`` (in ``ORDER`` after
+``memory_batch.sql``, ``NEW``): ``dna.remember_conversation(scope, conversation, turns, …)`` writes a
+conversation's turns in one call and one transaction (through ``dna.remember_many``): each turn a memory of
+the new Kind ``Turn`` that knows its conversation, session, place, speaker, role and time
+(``spec.conversation``, its metadata), indexed with its speaker and the turns before it (its text with the
+``dna.conversation_context_turns()`` = 2 before it, and as passages its views with fewer, down to none: a hit
+answers by its best view; ``dna.remember_many``'s items take ``passages`` for that, and
+``dna.search_docs_refuse_delete`` refuses the delete of a memory's passage 0 only, so a write can replace its
+other passages); each session touched
+an ``Episode`` with its time span; ``dna.conversation_plan`` gives the texts a client embeds (and their
+digest, which the verb checks: 40001 when the conversation changed in between). ``dna.recall`` gains
+``context integer`` (the turns around each Turn hit, ``dna.turn_neighbours``); ``dna.prepare_memory_spec``
+checks ``spec.conversation``. ``after_conversations.sql`` registers the Kinds ``Turn`` (embed_fields title,
+summary, context) and ``Episode`` (title, summary, body), both ``memory.recallable`` and
+``record.invalidate-only``; ``undo_conversations.sql`` drops the recall signature with context and
+unregisters them. Recall's default Kinds are every recallable Kind, so these two join them (no rows of
+them exist before this revision: the answers are 0018's).
 """
 import sys
 from pathlib import Path
@@ -123,10 +178,11 @@ branch_labels = None
 depends_on = None
 
 # The plane files in the order a fresh install runs them.
-ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
+ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "metadata.sql", "bm25.sql", "bm25_lane.sql",
          "bm25_write.sql", "bm25_compact.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
-         "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql", "memory_contradictions.sql",
+         "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql",
+         "memory_contradictions.sql",
          "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 # The texts 0018 re-ran (its CHANGED) are frozen in versions/0018_citus_ready/ once this revision
 # changes them; every other plane file's text is where 0018 found it.
@@ -137,7 +193,7 @@ _BY_0018 = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "docu
 _BY_0017 = ("bm25_write.sql", "memory_ranking.sql", "memory_contradictions.sql", "consolidate.sql")
 _BY_0016 = ("embedding.sql", "bm25_lane.sql")
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ("bm25_compact.sql",)
+NEW: tuple[str, ...] = ("bm25_compact.sql", "metadata.sql", "memory_batch.sql", "conversations.sql")
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0018_citus_ready" if name in _BY_0018 else
                    "0017_recall_past_ingest" if name in _BY_0017 else
@@ -147,9 +203,11 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed here has its 0018 text
 # frozen in versions/0018_citus_ready/ (0018 then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "bm25.sql", "bm25_write.sql",
-                            "bm25_compact.sql", "documents.sql", "memory_write.sql", "receipts.sql", "tenancy.sql",
-                            "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "embedding.sql", "search_support.sql", "metadata.sql", "bm25.sql",
+                            "bm25_lane.sql", "bm25_write.sql", "bm25_compact.sql", "documents.sql", "search.sql",
+                            "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
+                            "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql",
+                            "memory_integrity.sql", "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-MemoryKind = Literal["Engram", "Research", "Evidence"]
+MemoryKind = Literal["Engram", "Research", "Evidence", "Turn", "Episode"]
+WritableKind = Literal["Engram", "Research", "Evidence"]   # Turn and Episode come from remember_conversation
 
 Query = Annotated[str, Field(
     description="What to look for, in natural language (at most 10,000 characters). Matched by meaning "
@@ -30,9 +31,13 @@ MemoryName = Annotated[str, Field(
                 "show it.")]
 Kind = Annotated[MemoryKind, Field(
     description="The memory Kind: Engram (an episodic, semantic or procedural memory; default), Research "
-                "(a research note) or Evidence (a piece of evidence).")]
+                "(a research note), Evidence (a piece of evidence), Turn (a conversation's turn) or Episode (a "
+                "conversation's session).")]
+NewKind = Annotated[WritableKind, Field(
+    description="The memory Kind: Engram (an episodic, semantic or procedural memory; default), Research "
+                "(a research note) or Evidence (a piece of evidence); conversations: remember_conversation.")]
 Kinds = Annotated[Optional[list[MemoryKind]], Field(
-    description="Only these memory Kinds (Engram, Research, Evidence); omitted = all of them.")]
+    description="Only these memory Kinds (Engram, Research, Evidence, Turn, Episode); omitted = all of them.")]
 DocKinds = Annotated[Optional[list[str]], Field(
     description="Only these Kinds (documents, e.g. Doc; memories: Engram, Research, Evidence); omitted = all.")]
 Now = Annotated[Optional[datetime], Field(
@@ -104,3 +109,88 @@ class Claim(BaseModel):
 Claims = Annotated[Optional[list[Claim]], Field(
     description="Claims to declare. Declare one only when a LATER value of the same predicate would make this "
                 "memory false (a plan, a location, a status); consolidate reports contradictions between them.")]
+
+
+Filter = Annotated[Optional[dict[str, Any]], Field(
+    description="Narrow by metadata (applied inside the search before the top k), a JSON object: "
+                "{\"field\": value} is equality; {\"field\": {op: value}} with op eq, ne, in, nin (lists), gt, gte, "
+                "lt, lte (numbers or ISO-8601 timestamps), exists (true/false), contains / contains_any (array "
+                "fields such as tags); {\"and\": [...]}, {\"or\": [...]}, {\"not\": {...}}; \"a.b\" is a nested "
+                "field. A memory's fields: its metadata plus tags, area, affect, memory_type, created_at, "
+                "valid_from, valid_to, and for a conversation's turn conversation, session, turn, speaker, role. "
+                "E.g. {\"tags\": {\"contains\": \"ops\"}, \"created_at\": {\"gte\": \"2026-05-01\"}}. A malformed "
+                "filter fails with SQLSTATE 22023 and a hint.")]
+Metadata = Annotated[Optional[dict[str, Any]], Field(
+    description="Metadata to keep with the memory (a JSON object, e.g. {\"user\": \"u1\", \"project\": \"kernel\"}), "
+                "which filters read; it may not use the memory's own field names (tags, area, created_at, ...).")]
+FilterJson = Annotated[Optional[str], Field(
+    description="The metadata filter as JSON text (see the filter of POST /v1/search), e.g. "
+                "{\"tags\":{\"contains\":\"ops\"}}; a malformed one fails with SQLSTATE 22023.")]
+
+
+class MemoryItem(BaseModel):
+    """One memory of a batch (remember_many): the fields of remember, each optional but the text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: Summary = None
+    kind: NewKind = "Engram"
+    name: NewName = None
+    now: Now = None
+    area: Area = None
+    affect: Affect = None
+    tags: Tags = None
+    source_refs: SourceRefs = None
+    claims: Claims = None
+    title: Title = None
+    body: Body = None
+    metadata: Metadata = None
+
+    def as_item(self) -> dict[str, Any]:
+        out = self.model_dump(exclude_none=True, exclude={"claims"})
+        if self.claims:
+            out["claims"] = [c.as_spec() for c in self.claims]
+        return out
+
+
+MemoryItems = Annotated[list[MemoryItem], Field(
+    min_length=1, max_length=10000,
+    description="The memories to write, in order (1-10,000): each as remember takes it (summary required for an "
+                "Engram; name, kind, now, area, affect, tags, source_refs, claims, title, body, metadata).")]
+Atomic = Annotated[bool, Field(
+    description="true (default) = all or nothing: a bad item fails the call naming its position (item 3: ...) and "
+                "nothing is written; false = write the good items and report the bad ones in results.")]
+
+
+class TurnItem(BaseModel):
+    """One turn of a conversation (remember_conversation)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: Annotated[str, Field(min_length=1, description="What was said (required).")]
+    speaker: Annotated[Optional[str], Field(description="Who said it (a name; default: role).")] = None
+    role: Annotated[Optional[str], Field(description="user, assistant, system or tool (free text).")] = None
+    time: Annotated[Optional[datetime], Field(
+        description="When, ISO-8601 (default: its session's time in sessions, else now).")] = None
+    session: Annotated[Optional[str], Field(description="Its session (default: the call's session, else '1').")] = None
+    id: Annotated[Optional[str], Field(
+        description="Its id in the conversation (a message id); omitted = derived from its content, so re-sending "
+                    "it changes nothing.")] = None
+    metadata: Metadata = None
+
+    def as_turn(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+Conversation = Annotated[str, Field(
+    min_length=1, max_length=200, description="The conversation's id (a thread, a chat), 1-200 characters.")]
+Turns = Annotated[list[TurnItem], Field(
+    min_length=1, max_length=9900, description="The turns, in the order they were said (1-9,900 per call); send a "
+                                               "session's new turns to append them.")]
+Session = Annotated[Optional[str], Field(
+    description="The session of turns that name none (default '1'): a sitting, a day, a thread's episode.")]
+Sessions = Annotated[Optional[dict[str, datetime]], Field(
+    description="When each session took place, {session: ISO-8601 time}: the time of its turns that give none.")]
+Context = Annotated[int, Field(
+    ge=0, le=20, description="With each hit that is a conversation's turn, also return the n turns before and after "
+                             "it in its session (context); 0 (default) = none.")]

@@ -1,6 +1,6 @@
 """The MCP door (``dna mcp``): the memory verbs as MCP tools, on the official ``mcp`` SDK.
 
-Tools: ``search``, ``recall``, ``remember``, ``forget``, ``revive``, ``list_memories``,
+Tools: ``search``, ``recall``, ``remember``, ``remember_many``, ``remember_conversation``, ``forget``, ``revive``, ``list_memories``,
 ``consolidate`` (a dry run unless ``apply``) — each calls one SQL verb through
 :class:`pydna.doors.verbs.Verbs`, in one transaction — and ``delete_memory``, which is always refused
 and names ``forget`` (memories are never deleted; the refusal points at a tool that exists).
@@ -102,35 +102,61 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     def search(query: f.Query, scope: OptScope = None, k: f.SearchK = 10,
                kinds: f.DocKinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, valid_time: f.ValidTime = None,
-               include_retired: f.IncludeRetired = False) -> dict[str, Any]:
+               include_retired: f.IncludeRetired = False, filter: f.Filter = None) -> dict[str, Any]:
         """Hybrid search (dna.search) over the documents and memories of a scope: ranked hits with score
-        (RRF), similarity (cosine, -1..1), lexical_score (BM25) and per-lane ranks. Does not write."""
+        (RRF), similarity (cosine, -1..1), lexical_score (BM25), per-lane ranks and metadata; filter narrows
+        by metadata. Does not write."""
         return door.call(lambda v: v.search(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, valid_time=valid_time,
-                                            include_retired=include_retired))
+                                            include_retired=include_retired, filter=filter))
 
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None, as_of: f.AsOf = None,
-               reconsolidate: f.Reconsolidate = True) -> dict[str, Any]:
+               reconsolidate: f.Reconsolidate = True, filter: f.Filter = None,
+               context: f.Context = 0) -> dict[str, Any]:
         """Recall memories (dna.recall): the memories in force that best match the query, ranked by relevance,
-        retention (forgetting curve) and affect; each hit has kind, name, score, summary and personal
-        (true = from your personal memory). Surfacing a memory strengthens it unless reconsolidate=false."""
+        retention (forgetting curve) and affect; each hit has kind, name, score, summary, metadata and personal
+        (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation, session,
+        speaker...); context=n adds to each conversation turn the n turns around it. Surfacing a memory
+        strengthens it unless reconsolidate=false."""
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
-                                            personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate))
+                                            personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
+                                            filter=filter, context=context))
 
     @server.tool(annotations=_WRITE)
-    def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.Kind = "Engram",
+    def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.NewKind = "Engram",
                  name: f.NewName = None, tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None,
                  area: f.Area = None, affect: f.Affect = None, tags: f.Tags = None,
                  source_refs: f.SourceRefs = None, claims: f.Claims = None, title: f.Title = None,
-                 body: f.Body = None) -> dict[str, Any]:
+                 body: f.Body = None, metadata: f.Metadata = None) -> dict[str, Any]:
         """Remember something (dna.remember): validated, stamped with its context, indexed for recall. Returns
         {kind, name, action: created|updated|unchanged, spec, ...}; keep the name to forget or revive it."""
         return door.call(lambda v: v.remember(
             scope_of(scope), summary=summary, kind=kind, name=name, tenant=tenant, personal=personal, now=now,
             area=area, affect=affect, tags=tags, source_refs=source_refs,
-            claims=[c.as_spec() for c in claims] if claims else None, title=title, body=body))
+            claims=[c.as_spec() for c in claims] if claims else None, title=title, body=body, metadata=metadata))
+
+    @server.tool(annotations=_WRITE)
+    def remember_many(items: f.MemoryItems, scope: OptScope = None, tenant: f.Tenant = "",
+                      personal: f.Personal = False, atomic: f.Atomic = True) -> dict[str, Any]:
+        """Remember many memories in one call and one transaction (dna.remember_many): each item as remember
+        takes it. Returns {count, created, updated, unchanged, failed, results: one per item in order, with
+        its name or its error}. Use it instead of many remember calls."""
+        return door.call(lambda v: v.remember_many(scope_of(scope), [i.as_item() for i in items], tenant=tenant,
+                                                   personal=personal, atomic=atomic))
+
+    @server.tool(annotations=_WRITE)
+    def remember_conversation(conversation: f.Conversation, turns: f.Turns, scope: OptScope = None,
+                              session: f.Session = None, sessions: f.Sessions = None, tenant: f.Tenant = "",
+                              personal: f.Personal = False) -> dict[str, Any]:
+        """Remember a conversation's turns in one call (dna.remember_conversation): send the messages as they
+        were said; each turn becomes a memory that knows its conversation, session, speaker, time and the turns
+        before it, and each session an episode. Re-sending the same turns changes nothing; a session's new
+        turns are appended. Recall them with recall (filter {"conversation": ...}, context=n)."""
+        return door.call(lambda v: v.remember_conversation(
+            scope_of(scope), conversation, [t.as_turn() for t in turns], session=session, sessions=sessions,
+            tenant=tenant, personal=personal))
 
     @server.tool(annotations=_WRITE)
     def forget(name: f.MemoryName, scope: OptScope = None, kind: f.Kind = "Engram", tenant: f.Tenant = "",
@@ -152,11 +178,12 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     @server.tool(annotations=_READ)
     def list_memories(scope: OptScope = None, kinds: f.Kinds = None, tenant: f.Tenant = "",
                       personal: f.Personal = False, include_forgotten: f.IncludeForgotten = False,
-                      now: f.Now = None, limit: f.ListLimit = 100) -> dict[str, Any]:
+                      now: f.Now = None, limit: f.ListLimit = 100, filter: f.Filter = None) -> dict[str, Any]:
         """List memories (dna.list_memories), newest first: {total, memories: [{kind, name, summary, valid,
-        personal, created_at, ...}]}. Does not write."""
+        personal, created_at, metadata, ...}]}; filter narrows by metadata. Does not write."""
         return door.call(lambda v: v.list_memories(scope_of(scope), kinds=kinds, tenant=tenant, personal=personal,
-                                                   include_forgotten=include_forgotten, now=now, limit=limit))
+                                                   include_forgotten=include_forgotten, now=now, limit=limit,
+                                                   filter=filter))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))

@@ -17,6 +17,7 @@ body over 1 MiB; 404 an unknown route; 503 40001/40P01 (retry), pool exhausted; 
 """
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -64,12 +65,13 @@ class SearchRequest(_Body):
     name_prefix: f.NamePrefix = None
     valid_time: f.ValidTime = None
     include_retired: f.IncludeRetired = False
+    filter: f.Filter = None
 
 
 class RememberRequest(_Body):
     summary: f.Summary = None
     scope: ScopeOpt = None
-    kind: f.Kind = "Engram"
+    kind: f.NewKind = "Engram"
     name: f.NewName = None
     tenant: f.Tenant = ""
     personal: f.Personal = False
@@ -81,6 +83,24 @@ class RememberRequest(_Body):
     claims: f.Claims = None
     title: f.Title = None
     body: f.Body = None
+    metadata: f.Metadata = None
+
+
+class RememberManyRequest(_Body):
+    items: f.MemoryItems
+    scope: ScopeOpt = None
+    tenant: f.Tenant = ""
+    personal: f.Personal = False
+    atomic: f.Atomic = True
+
+
+class ConversationRequest(_Body):
+    turns: f.Turns
+    scope: ScopeOpt = None
+    session: f.Session = None
+    sessions: f.Sessions = None
+    tenant: f.Tenant = ""
+    personal: f.Personal = False
 
 
 class ForgetRequest(_Body):
@@ -120,6 +140,20 @@ class DoorState:
     pool: ConnectionPool | None = None
     template: Client | None = None  # the client each request's Verbs copies (pydna.doors.verbs.door_client)
     pool_timeout: float = 10.0
+
+
+def filter_param(text: str | None) -> dict[str, Any] | None:
+    """The ``filter`` query parameter (JSON text) as an object; 422 when it is not a JSON object. The
+    database checks the language itself (22023 with a hint)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise DoorError(422, f"filter: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise DoorError(422, f"filter: must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -236,7 +270,8 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
     def search(req: SearchRequest, credentials: Credentials) -> dict[str, Any]:
         return run(credentials, lambda v: v.search(
             scope_of(req.scope), req.query, k=req.k, kinds=req.kinds, tenant=req.tenant, personal=req.personal,
-            name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired))
+            name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired,
+            filter=req.filter))
 
     @app.post("/v1/memories", tags=["memory"], summary="Remember (dna.remember)")
     def remember(req: RememberRequest, credentials: Credentials) -> dict[str, Any]:
@@ -244,7 +279,22 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
             scope_of(req.scope), summary=req.summary, kind=req.kind, name=req.name, tenant=req.tenant,
             personal=req.personal, now=req.now, area=req.area, affect=req.affect, tags=req.tags,
             source_refs=req.source_refs, claims=[c.as_spec() for c in req.claims] if req.claims else None,
-            title=req.title, body=req.body))
+            title=req.title, body=req.body, metadata=req.metadata))
+
+    @app.post("/v1/memories/batch", tags=["memory"],
+              summary="Remember many memories in one transaction (dna.remember_many); a result per item")
+    def remember_many(req: RememberManyRequest, credentials: Credentials) -> dict[str, Any]:
+        return run(credentials, lambda v: v.remember_many(
+            scope_of(req.scope), [i.as_item() for i in req.items], tenant=req.tenant, personal=req.personal,
+            atomic=req.atomic))
+
+    @app.post("/v1/conversations/{conversation}/turns", tags=["memory"],
+              summary="Remember a conversation's turns in one transaction (dna.remember_conversation)")
+    def remember_conversation(conversation: Annotated[f.Conversation, Path()], req: ConversationRequest,
+                              credentials: Credentials) -> dict[str, Any]:
+        return run(credentials, lambda v: v.remember_conversation(
+            scope_of(req.scope), conversation, [t.as_turn() for t in req.turns], session=req.session,
+            sessions=req.sessions, tenant=req.tenant, personal=req.personal))
 
     @app.get("/v1/memories", tags=["memory"], summary="List memories, newest first (dna.list_memories)")
     def list_memories(
@@ -256,10 +306,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         include_forgotten: Annotated[f.IncludeForgotten, Query()] = False,
         now: Annotated[f.Now, Query()] = None,
         limit: Annotated[f.ListLimit, Query()] = 100,
+        filter: Annotated[f.FilterJson, Query()] = None,
     ) -> dict[str, Any]:
+        narrow = filter_param(filter)
         return run(credentials, lambda v: v.list_memories(
             scope_of(scope), kinds=kind, tenant=tenant, personal=personal, include_forgotten=include_forgotten,
-            now=now, limit=limit))
+            now=now, limit=limit, filter=narrow))
 
     @app.get("/v1/memories/search", tags=["memory"],
              summary="Recall memories (dna.recall); strengthens what it surfaces unless reconsolidate=false or as_of")
@@ -275,10 +327,13 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         personal: Annotated[f.Personal, Query()] = False,
         reconsolidate: Annotated[f.Reconsolidate, Query()] = True,
         actor: Annotated[f.Actor, Query()] = None,
+        filter: Annotated[f.FilterJson, Query()] = None,
+        context: Annotated[f.Context, Query()] = 0,
     ) -> dict[str, Any]:
+        narrow = filter_param(filter)
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
-            reconsolidate=reconsolidate, actor=actor))
+            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")

@@ -27,7 +27,7 @@ from pydna.memory import Memory, _vector
 from pydna.sqlcalls import register_embedder
 
 #: Memory Kinds (dna.recallable_kinds()).
-MEMORY_KINDS = ("Engram", "Research", "Evidence")
+MEMORY_KINDS = ("Engram", "Research", "Evidence", "Turn", "Episode")
 
 #: HTTP status per SQLSTATE class or code (REST door). Unlisted: 500.
 _STATUS_BY_CODE = {
@@ -150,14 +150,14 @@ class Verbs:
 
     def search(self, scope: str, query: str, *, k: int = 10, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, name_prefix: str | None = None, valid_time: datetime | None = None,
-               include_retired: bool = False) -> dict[str, Any]:
+               include_retired: bool = False, filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``dna.search``: hybrid search of documents and memories in a scope."""
         from pydna.memory import DEFAULT_MODEL_ID
 
         model = self.client.embedder.model_id if self.client.embedder is not None else DEFAULT_MODEL_ID
         result = self.client.search(scope, query, kind=_kinds(kinds), k=k, tenant=tenant, personal=personal,
                                     name_prefix=name_prefix, valid_time=utc(valid_time),
-                                    include_retired=include_retired, model_id=model)
+                                    include_retired=include_retired, model_id=model, filter=filter)
         out: dict[str, Any] = {"hits": [asdict(h) for h in result.hits], "degraded": result.degraded,
                                "model_id": result.model_id}
         if result.error:
@@ -168,21 +168,39 @@ class Verbs:
 
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, now: datetime | None = None, as_of: datetime | None = None,
-               reconsolidate: bool = True, actor: str | None = None) -> dict[str, Any]:
+               reconsolidate: bool = True, actor: str | None = None,
+               filter: Mapping[str, Any] | None = None, context: int = 0) -> dict[str, Any]:
         """``dna.recall``."""
         return self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
-                                  now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor)
+                                  now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor,
+                                  filter=filter, context=context)
 
     def remember(self, scope: str, *, summary: str | None = None, kind: str = "Engram", name: str | None = None,
                  tenant: str = "", personal: bool = False, now: datetime | None = None, area: str | None = None,
                  affect: str | None = None, tags: Sequence[str] | None = None,
                  source_refs: Sequence[str] | None = None, claims: Sequence[Mapping[str, Any]] | None = None,
                  title: str | None = None, body: str | None = None,
-                 spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 spec: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``dna.remember`` (after ``dna.memory_text``, the text it embeds)."""
         return self.memory.remember(scope, summary, spec=spec, kind=kind, name=name, tenant=tenant, now=utc(now),
                                     area=area, affect=affect, tags=tags, source_refs=source_refs, claims=claims,
-                                    title=title, body=body, personal=personal)
+                                    title=title, body=body, personal=personal, metadata=metadata)
+
+    def remember_many(self, scope: str, items: Sequence[Mapping[str, Any]], *, tenant: str = "",
+                      personal: bool = False, atomic: bool = True) -> dict[str, Any]:
+        """``dna.remember_many`` (after ``dna.memory_text`` of every item, the texts it embeds in one call)."""
+        return self.memory.remember_many(scope, [{k: utc(v) if isinstance(v, datetime) else v for k, v in item.items()}
+                                                 for item in items],
+                                         tenant=tenant, personal=personal, atomic=atomic)
+
+    def remember_conversation(self, scope: str, conversation: str, turns: Sequence[Mapping[str, Any]], *,
+                              session: str | None = None, sessions: Mapping[str, Any] | None = None,
+                              tenant: str = "", personal: bool = False) -> dict[str, Any]:
+        """``dna.remember_conversation`` (after ``dna.conversation_plan``, the texts it embeds in one call)."""
+        return self.memory.remember_conversation(
+            scope, conversation, [{k: utc(v) if isinstance(v, datetime) else v for k, v in t.items()} for t in turns],
+            session=session, sessions={k: utc(v) if isinstance(v, datetime) else v for k, v in (sessions or {}).items()}
+            if sessions is not None else None, tenant=tenant, personal=personal)
 
     def forget(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
                superseded_by: str | None = None, now: datetime | None = None) -> dict[str, Any]:
@@ -198,10 +216,10 @@ class Verbs:
 
     def list_memories(self, scope: str, *, kinds: Sequence[str] | None = None, tenant: str = "",
                       personal: bool = False, include_forgotten: bool = False, now: datetime | None = None,
-                      limit: int = 100) -> dict[str, Any]:
+                      limit: int = 100, filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``dna.list_memories``."""
         return self.memory.list(scope, kinds=_kinds(kinds), tenant=tenant, include_invalid=include_forgotten,
-                                now=utc(now), limit=limit, personal=personal)
+                                now=utc(now), limit=limit, personal=personal, filter=filter)
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
                     apply: bool = False, stale_retention_floor: float = 0.15, merge_overlap_floor: float = 0.5,
