@@ -7,6 +7,10 @@
 #                         run once, as root
 #   make test-standalone  the tracked files copied alone into an empty /tmp folder: the suite collects and
 #                         FAST passes there (nothing outside the repository is read)
+#   make test-citus-smoke the Citus smoke (≤ 5 min): Citus 14.0.1 from $(CITUS) into the venv, a throwaway
+#                         coordinator + 2 workers (.ci/with-citus), tests/citus/test_citus_smoke.py, the
+#                         cluster stopped whatever the outcome
+#   make test-citus       the whole opt-in Citus suite (tests/citus) the same way
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -15,6 +19,8 @@ SCIFACT ?= ../shared/data/scifact
 # server, started in a fresh /tmp folder on a free port by .ci/with-pg15). CI's copy, README there.
 PG15 ?= ../shared/pgvector
 PYTEST_ARGS ?=
+# Citus 14.0.1 built for the embedded PostgreSQL wheel: `install` and `cluster` (README there).
+CITUS ?= ../shared/citus
 
 # The fast subset: install (pip-level and migrations), the goldens and the SciFact excerpt of
 # tests/data, search, the memory verbs, the CLI.
@@ -27,7 +33,7 @@ FAST := tests/test_base_install.py tests/test_migrations.py tests/test_smoke_sql
 PG15_IGNORE := test_embedded_server test_onnx test_onnx_cut test_onnx_w8a8 test_base_install test_import_light test_layout
 PG15_TESTS ?= tests $(foreach m,$(PG15_IGNORE),--ignore=tests/$(m).py)
 
-.PHONY: venv demo test test-fast test-pg15 test-standalone bench clean
+.PHONY: venv demo test test-fast test-pg15 test-standalone test-citus-smoke test-citus bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +64,13 @@ test-pg15: venv
 
 test-standalone: venv
 	.ci/standalone $(abspath $(BIN)/python) $(PYTEST_ARGS) $(FAST)
+
+test-citus-smoke: venv
+	PYTHON=$(BIN)/python .ci/with-citus $(CITUS) env DNA_TEST_CITUS_SHARDS=2 \
+		$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests/citus/test_citus_smoke.py
+
+test-citus: venv
+	PYTHON=$(BIN)/python .ci/with-citus $(CITUS) $(BIN)/python -m pytest -q $(PYTEST_ARGS) tests/citus
 
 bench: $(BIN)/.bench
 	$(BIN)/python bench/beir.py $(SCIFACT) --embedder onnx

@@ -44,23 +44,48 @@ TARGETS = {"read": 1.5, "write": 2.5, "bulk": 0.5}
 EMBEDDER = pydna.FakeEmbeddingProvider()
 
 
+POSTMASTERS: list[int] = []          # the cluster's nodes (main fills it from each node's data_directory)
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()
+
+
 def server_cpu_s() -> float:
-    """utime + stime of every postgres process on this machine, in seconds (Linux /proc)."""
+    """CPU seconds of the cluster's servers (Linux /proc): every node's postmaster with its live
+    children (utime + stime) and the children it has reaped (cutime + cstime), so a backend that ended
+    is still counted. Both sides live on these servers; the phases run one side at a time, except the
+    alternating read and remember phases, which count both."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
+    children: dict[int, list[str]] = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        if name.startswith("postgres"):
-            fields = stat[stat.rindex(")") + 2:].split()
-            total += int(fields[11]) + int(fields[12])
+        if pid.isdigit():
+            f = _stat(pid)
+            if f and int(f[1]) in POSTMASTERS:
+                children[int(pid)] = f
+    for pm in POSTMASTERS:
+        f = _stat(pm)
+        if f:
+            total += sum(int(x) for x in f[11:15])
+    total += sum(int(f[11]) + int(f[12]) for f in children.values())
     return total / tick
+
+
+def find_postmasters(dsn: str, nodes: list[tuple[str, int]]) -> list[int]:
+    params = conninfo_to_dict(dsn)
+    out = []
+    for host, port in nodes + [(params.get("host") or "localhost", int(params.get("port") or 5432))]:
+        with psycopg.connect(make_conninfo(dsn, host=host, port=port, dbname="postgres"), autocommit=True) as conn:
+            folder = conn.execute("SHOW data_directory").fetchone()[0]
+        with open(Path(folder) / "postmaster.pid", encoding="ascii") as fh:
+            out.append(int(fh.readline()))
+    return out
 
 
 class Phase:
@@ -142,10 +167,11 @@ def vector(text: str) -> str:
     return "[" + ",".join(repr(x) for x in EMBEDDER.embed([text])[0]) + "]"
 
 
+# The client's call shapes (pydna/client.py, pydna/memory.py): Citus delegates these to the scope's node.
 CALLS = {
-    "hybrid": "SELECT array_agg(name) FROM dna.search(%(scope)s, %(q)s, %(v)s::vector)",
-    "lexical": "SELECT array_agg(name) FROM dna.search(%(scope)s, %(q)s)",
-    "recall": "SELECT dna.recall(%(mem)s, %(q)s, %(v)s::vector, reconsolidate => false, now => %(now)s) -> 'hits'",
+    "hybrid": "SELECT kind, name, tenant, score FROM dna.search(%(scope)s, %(q)s, %(v)s::vector)",
+    "lexical": "SELECT kind, name, tenant, score FROM dna.search(%(scope)s, %(q)s)",
+    "recall": "SELECT dna.recall(%(mem)s, %(q)s, %(v)s::vector, reconsolidate => false, now => %(now)s)",
 }
 
 
@@ -157,7 +183,7 @@ def pct(values: list[float], q: float) -> float:
 def explain_one_shard(dsn: str, query: str) -> list[str]:
     """The distributed plan of a scope's search and of a read of its documents: one task, one node."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        lines = [r[0] for r in conn.execute("EXPLAIN SELECT * FROM dna.search(%s, %s, %s::vector)",
+        lines = [r[0] for r in conn.execute("EXPLAIN (VERBOSE) SELECT kind, name, tenant, score FROM dna.search(%s, %s, %s::vector)",
                                             (SCOPE, query, vector(query)))]
         lines += [""] + [r[0] for r in conn.execute(
             "EXPLAIN SELECT name FROM dna.dna_search_docs_384 WHERE scope = %s AND tsv @@ plainto_tsquery('english', %s)",
@@ -179,6 +205,7 @@ def main() -> None:
 
     corpus, queries = read_dataset(args.dataset, args.docs, args.queries)
     nodes = workers(args.dsn)
+    POSTMASTERS[:] = find_postmasters(args.dsn, nodes)
     started = datetime.now(timezone.utc)
     result: dict = {"date": started.isoformat(timespec="seconds"), "docs": len(corpus), "queries": len(queries),
                     "reps": args.reps, "memories": args.memories, "shards": args.shards, "workers": len(nodes),
@@ -228,11 +255,13 @@ def main() -> None:
                         got = {}
                         for name, conn in (conns.items() if rep % 2 == 0 else reversed(list(conns.items()))):
                             t0 = time.perf_counter()
-                            got[name] = conn.execute(sql, params).fetchone()[0]
+                            got[name] = conn.execute(sql, params).fetchall()
                             if rep:
                                 times[name][call].append((time.perf_counter() - t0) * 1000)
                         if rep == 1 and call == "lexical":
-                            answers_equal += got["single"] == got["citus"]
+                            a, b = got["single"], got["citus"]
+                            answers_equal += [r[:3] for r in a] == [r[:3] for r in b] and all(
+                                abs(x[3] - y[3]) <= 1e-9 for x, y in zip(a, b))
         result["phases"]["reads (both)"] = p.json()
         result["lexical_answers_equal"] = f"{answers_equal}/{len(queries)}"
         for conn in conns.values():
@@ -281,7 +310,7 @@ def main() -> None:
     print(f"\nlexical answers equal (names in order): {result['lexical_answers_equal']}; "
           f"client CPU total {ru.ru_utime + ru.ru_stime:.1f} s")
     print("\nEXPLAIN of a scope's search and of a read of its documents on Citus:\n")
-    print("\n".join("    " + line for line in result["explain"]))
+    print("\n".join("    " + (line if len(line) <= 160 else line[:157] + "...") for line in result["explain"]))
     print(f"\nJSON: {out}")
 
 

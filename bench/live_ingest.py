@@ -19,6 +19,8 @@ see the same load), SQLite beside them on the same chunk:
   ``SELECT count(dna.index_document(…)) FROM unnest(…)`` — one transaction each; peer: SQLite FTS5
   (porter unicode61) + sqlite-vec vec0 (cosine) in a WAL file (``synchronous = NORMAL``), the same rows
   inserted in one transaction per chunk;
+- **live, no vectors** (``--lexical``, the default): the same statements with NULL vectors, into another
+  scope: the write path without the HNSW insert; peer: FTS5 alone;
 - **bulk** (``--bulk-batch`` > 0): the operator path of docs/bulk-load.md in another scope — HNSW
   dropped, COPY + ``dna.index_staged`` per batch, then ``dna.bm25_compact(full_merge => true)``;
   peer: the same SQLite tables, one transaction per batch.
@@ -54,7 +56,7 @@ from beir import evaluate, load_dataset  # noqa: E402
 from scale import BackendCpu, Server, connect, load1, log, stage_and_index  # noqa: E402
 
 MODEL = "dna-fake-hash-v1"
-LIVE, BULK = "live", "scale"                 # scopes (stage_and_index writes into scale.SCOPE)
+LIVE, LEXICAL, BULK = "live", "lexical", "scale"   # scopes (stage_and_index writes into scale.SCOPE)
 INDEX_SQL = ("SELECT count(dna.index_document(%s, 'Doc', x.name, x.body, x.emb, %s, x.title)) "
              "FROM unnest(%s::text[], %s::text[], %s::text[], %s::vector[]) AS x (name, title, body, emb)")
 FUNCS = ("SELECT funcname, calls, total_time, self_time FROM pg_stat_xact_user_functions WHERE schemaname = 'dna'")
@@ -81,10 +83,10 @@ class Tree:
             f[1] += total
             f[2] += own
 
-    def live(self, chunk: list[dict]) -> None:
-        ph = self._phase("live")
-        args = (LIVE, MODEL, [d["_id"] for d in chunk], [d["title"] or None for d in chunk],
-                [d["text"] for d in chunk], [d["vec"] for d in chunk])
+    def live(self, chunk: list[dict], phase: str = "live", scope: str = LIVE, vectors: bool = True) -> None:
+        ph = self._phase(phase)
+        args = (scope, MODEL, [d["_id"] for d in chunk], [d["title"] or None for d in chunk],
+                [d["text"] for d in chunk], [d["vec"] if vectors else None for d in chunk])
         self.conn.execute("BEGIN")
         c0, t0 = self.cpu.read(), time.perf_counter()
         n = self.conn.execute(INDEX_SQL, args).fetchone()[0]
@@ -142,7 +144,7 @@ class Sqlite:
         self.versions = {"sqlite": apsw.sqlite_lib_version(), "sqlite-vec": next(c.execute("SELECT vec_version()"))[0],
                          "apsw": apsw.apsw_version()}
 
-    def write(self, phase: str, chunk: list[dict]) -> None:
+    def write(self, phase: str, chunk: list[dict], vectors: bool = True) -> None:
         import numpy as np
 
         c = self.db.cursor()
@@ -151,8 +153,9 @@ class Sqlite:
             for d in chunk:
                 self.rowid += 1
                 c.execute("INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)", (self.rowid, d["title"], d["text"]))
-                c.execute("INSERT INTO vec(rowid, embedding) VALUES (?, ?)",
-                          (self.rowid, np.asarray(d["vec"], dtype=np.float32).tobytes()))
+                if vectors:
+                    c.execute("INSERT INTO vec(rowid, embedding) VALUES (?, ?)",
+                              (self.rowid, np.asarray(d["vec"], dtype=np.float32).tobytes()))
         t = self.t.setdefault(phase, [0.0, 0.0, 0])
         t[0] += time.perf_counter() - t0
         t[1] += time.process_time() - p0
@@ -188,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", type=int, default=5183)
     ap.add_argument("--chunk", type=int, default=250, help="documents per live statement (one transaction)")
     ap.add_argument("--bulk-batch", type=int, default=1000, help="documents per bulk transaction (0: no bulk phase)")
+    ap.add_argument("--lexical", action=argparse.BooleanOptionalAction, default=True,
+                    help="the live phase again with NULL vectors (another scope): the same path without the HNSW insert")
     ap.add_argument("--dsn", default=None, help="a server to use (superuser) instead of an embedded one")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "live_ingest.json"))
     args = ap.parse_args(argv)
@@ -221,6 +226,14 @@ def main(argv=None) -> int:
             peer.write("live", chunk)
             log(f"  live {a + len(chunk):,}/{len(docs):,}: " + ", ".join(
                 f"{t.label} {t.t['live']['docs'] / t.t['live']['s']:,.0f} docs/s" for t in trees) + f", load {load1()}")
+        if args.lexical:
+            for j, a in enumerate(range(0, len(docs), args.chunk)):
+                chunk = docs[a:a + args.chunk]
+                for t in (trees if j % 2 == 0 else trees[::-1]):
+                    t.live(chunk, "live, no vectors", LEXICAL, vectors=False)
+                peer.write("live, no vectors", chunk, vectors=False)          # FTS5 alone
+            log("  live without vectors: " + ", ".join(
+                f"{t.label} {t.t['live, no vectors']['docs'] / t.t['live, no vectors']['s']:,.0f} docs/s" for t in trees))
         compacts = {}
         if args.bulk_batch > 0:
             for t in trees:
@@ -291,7 +304,7 @@ def report(r: dict) -> str:
              f"`{r['command']}`", ""]
     lines.append("| phase | measure | " + " | ".join(labels) + " | SQLite FTS5 + sqlite-vec |")
     lines.append("|---|---|" + "---:|" * (len(labels) + 1))
-    for ph in ("live", "bulk"):
+    for ph in ("live", "live, no vectors", "bulk"):
         if ph not in r["trees"][labels[0]]["phases"]:
             continue
         peer = r["peer"].get(ph, {})
@@ -309,7 +322,7 @@ def report(r: dict) -> str:
     if r["answers_old_vs_new"]:
         a = r["answers_old_vs_new"]
         lines.append(f"| answers | identical calls (old vs new) | {a['identical']}/{a['calls']} | | |")
-    for ph in ("live", "bulk"):
+    for ph in ("live", "live, no vectors", "bulk"):
         if ph not in r["trees"][labels[0]]["phases"]:
             continue
         lines += ["", f"Cost by step, {ph} (track_functions: self time µs/doc, calls/doc):", "",

@@ -13,7 +13,7 @@ from __future__ import annotations
 __version__ = "0.1.0.dev0"
 
 _LAZY = {
-    "connect": "pydna.client",
+    "connect": "pydna.connection",
     "Client": "pydna.client",
     "Record": "pydna.client",
     "Hit": "pydna.client",

@@ -133,7 +133,7 @@ def database_dsn(ctx: typer.Context | None = None) -> str:
     state = cli_state(ctx)
     if state.dsn:
         return state.dsn
-    from pydna.client import resolve_dsn
+    from pydna.connection import resolve_dsn
 
     try:
         return resolve_dsn(None)
@@ -226,7 +226,7 @@ def open_client(ctx: typer.Context | None = None, embedder: str | EmbedderName |
     With ``scope``, ``auto`` picks the scope's model when the scope has documents of another model
     than auto's default (:func:`scope_embedder`). Raises ``NotMigratedError`` (reported as one line
     naming `dna db upgrade`)."""
-    from pydna.client import connect
+    from pydna.connection import connect
 
     choice = choose_embedder(embedder) if embedder is not None else None
     client = connect(database_dsn(ctx), embedder=choice.provider if choice else None)

@@ -459,11 +459,14 @@ COMMENT ON FUNCTION dna.distribute(integer) IS
 'the tenancy maps to every worker (dna.sync_tenancy_maps), makes dna_kinds, dna_models and '
 'dna_search_config reference tables, drops the AFTER TRUNCATE triggers of the scope-keyed tables (use '
 'dna.clear_width) and distributes them by scope, dna_instances first and the rest colocated with it '
-'(shard_count: NULL = citus.shard_count, else 1..64000), then delegates dna.delegated_verbs() with '
+'(shard_count: NULL = citus.shard_count, else 1..64000), the dna triggers of those tables paused while '
+'Citus copies their existing rows into the shards (the copy writes no version, no index row), then '
+'delegates dna.delegated_verbs() with '
 'create_distributed_function(…, ''scope'', colocate_with := ''dna.dna_instances''). Idempotent: a table '
 'Citus already holds as planned is skipped (listed under already_citus; a Citus local table is '
-'distributed); create_distributed_function is re-run (it updates). Returns {citus_version, reference, distributed, already_citus, truncate_triggers_dropped, '
-'per_node_maps, delegated_functions}. Errors: 0A000 without Citus (nothing changed; hint: '
+'distributed); create_distributed_function is re-run (it updates). Returns {citus_version, reference, '
+'distributed, already_citus, truncate_triggers_dropped, triggers_paused_for_copy, per_node_maps, '
+'delegated_functions}, tables by name. The way back: dna.undistribute(). Errors: 0A000 without Citus (nothing changed; hint: '
 'docs/scale-out.md) or for a table with no placement; 22023 for a bad shard_count.';
 
 CREATE OR REPLACE FUNCTION dna.distribution()

@@ -46,7 +46,7 @@ def _answers(conn, t):
 # multiplies, ecphory only breaks ties: tests/test_recall_standing_migration.py); what the asof topic
 # keeps is everything else of each answer: the hits (by name) with their search scores, how each was
 # ranked, retention, and the as_of lists.
-RECALL_TOPIC = {"score", "ecphory", "memory_factor", "rank"}
+RECALL_TOPIC = {"score", "ecphory", "memory_factor", "rank", "metadata"}  # metadata: 0019 topic metadata adds it to hits
 
 
 def _as_of_view(answers):

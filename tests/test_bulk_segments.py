@@ -156,7 +156,9 @@ def test_a_segment_build_leaves_the_sessions_settings_as_they_were(sql, loaded):
         sql.execute("SET LOCAL maintenance_work_mem = '256MB'")
         index(sql, "third", loaded[:1200])
         assert sql.execute("SHOW work_mem").fetchone()[0] == "4MB"
-        assert sql.execute("SHOW enable_presorted_aggregate").fetchone()[0] == "on"
+        # The setting exists from PostgreSQL 16 on (NULL on 15, where the build leaves it alone).
+        assert sql.execute("SELECT current_setting('enable_presorted_aggregate', true)").fetchone()[0] in (
+            "on", None if int(sql.execute("SHOW server_version_num").fetchone()[0]) < 160000 else "on")
     assert len(segments(sql, "third")) == 1
     assert_chunks_match_the_oracle(sql, "third")
 

@@ -47,10 +47,16 @@ def _lane_text(conn) -> str:
                         "double precision, integer, text[], integer, boolean, boolean, integer)'::regprocedure)").fetchone()[0]
 
 
+# The released lanes of 0010/0011 have no SET jit = off (0019 added it): on a server with JIT (Debian's
+# PostgreSQL 15) every call compiled their statements anew, 15 minutes for this test. The answers are
+# what it compares; the session runs without JIT.
+NO_JIT = "-c jit=off"
+
+
 def test_upgrade_from_0010_keeps_answers_and_downgrade_restores_the_lane(empty_dsn):
     migrate.upgrade(empty_dsn, "0010_scale")
     docs = _corpus()
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    with psycopg.connect(empty_dsn, autocommit=True, options=NO_JIT) as conn:
         conn.execute("SELECT count(*) FROM dna.index_documents('m', %s, %s, %s, NULL, %s)",
                      (["Doc"] * 250, [d["_id"] for d in docs[:250]], [d["text"] for d in docs[:250]], MODEL))
         conn.execute("SELECT dna.bm25_compact('m', full_merge => true)")
@@ -67,7 +73,7 @@ def test_upgrade_from_0010_keeps_answers_and_downgrade_restores_the_lane(empty_d
     assert any(v for v in plain.values()) and plain != mixed
 
     migrate.upgrade(empty_dsn, "0011_lane_speed")
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    with psycopg.connect(empty_dsn, autocommit=True, options=NO_JIT) as conn:
         assert "IF plain THEN" in _lane_text(conn)
         assert _answers(conn) == mixed
         conn.execute("SELECT dna.delete_document('m', 'Doc', %s)", (docs[1]["_id"],))  # the shadowed base row: back
@@ -82,7 +88,7 @@ def test_upgrade_from_0010_keeps_answers_and_downgrade_restores_the_lane(empty_d
         assert conn.execute("SELECT count(*) FROM dna.dna_bm25_tombstones").fetchone()[0] == 0
 
     migrate.downgrade(empty_dsn, "0010_scale")
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    with psycopg.connect(empty_dsn, autocommit=True, options=NO_JIT) as conn:
         assert "IF plain THEN" not in _lane_text(conn)
         assert _answers(conn) == after
     # the same 250 documents again (three under new doc_ids): every exact-path answer as at the start

@@ -497,7 +497,7 @@ def test_reconsolidation_is_fail_soft_and_never_waits(sql, dna_dsn):
     remember(sql, "a locked memory about locks", name="locked")
     remember(sql, "a free memory about locks", name="free")
     with psycopg.connect(dna_dsn) as other:                       # holds a row lock, uncommitted
-        other.execute("SELECT 1 FROM dna.dna_instances WHERE name = 'locked' FOR UPDATE")
+        other.execute("SELECT 1 FROM dna.dna_instances WHERE scope = %s AND name = 'locked' FOR UPDATE", (S,))
         sql.execute("SET lock_timeout = '5s'")
         res = recall(sql, "memory about locks", now=NOW)
         assert set(names(res)) == {"locked", "free"}

@@ -58,7 +58,7 @@ def test_upgrade_from_0015_keeps_search_answers_and_downgrades(empty_dsn):
         assert _answers(conn) != before                          # the default is the convex fusion
         assert len(_signatures(conn)) == 1 and OLD_SEARCH not in _signatures(conn)
         assert _hit_attributes(conn) == old_attributes + ["dense_exact", "floor_removed_dense", "floor_removed_lexical",
-                                                                  "explain"]
+                                                                  "explain", "metadata"]  # 0019: metadata
         rows = conn.execute("SELECT name, dense_exact, floor_removed_dense FROM dna.search('docs', 'beta', "
                             "dna.fake_embed('beta'), %s, \"offset\" => 1, min_similarity => 0.2)", (MODEL,)).fetchall()
         assert rows and all(r[1] is True and r[2] is not None for r in rows)

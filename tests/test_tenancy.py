@@ -33,6 +33,7 @@ MEMBERS = [(WS_A, "alice", "member"), (WS_A, "bob", "member"), (WS_A, "owner", "
            ("*", "svc", "member")]
 SECRET = "zebraquartz"
 ALICE = f"personal:{OIDS['alice']}"
+LEAKS = f"dna_t_leaks_{SUFFIX}"
 
 
 # -- fixtures --------------------------------------------------------------------------------
@@ -370,7 +371,17 @@ def test_no_function_naming_alices_partition_reveals_it(seeded):
         assert_no_leak(conn.notices)
 
 
-def test_raw_sql_cannot_touch_alices_rows(seeded):
+@pytest.fixture
+def leaks(seeded):
+    """A schema where the other roles may create functions (dropped with them afterwards)."""
+    seeded.admin.execute(f"DROP SCHEMA IF EXISTS {LEAKS} CASCADE")
+    seeded.admin.execute(f"CREATE SCHEMA {LEAKS}")
+    seeded.admin.execute(f"GRANT USAGE, CREATE ON SCHEMA {LEAKS} TO {', '.join(ROLES[w] for w in OTHERS)}")
+    yield LEAKS
+    seeded.admin.execute(f"DROP SCHEMA {LEAKS} CASCADE")
+
+
+def test_raw_sql_cannot_touch_alices_rows(seeded, leaks):
     for who in OTHERS:
         conn = seeded(who)
         if who == "nobody":
@@ -392,11 +403,13 @@ def test_raw_sql_cannot_touch_alices_rows(seeded):
         assert state == "42501"
         state, _ = refused(conn, f"TRUNCATE dna.dna_instances")
         assert state == "42501"
-        # A leaky function in a WHERE clause runs after the policy (security barrier), so it never sees the row.
-        conn.execute("CREATE FUNCTION pg_temp.leak(jsonb) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS "
+        # A leaky function in a WHERE clause runs after the policy (security barrier), so it never sees the
+        # row. It lives in a schema of the test's, not pg_temp: on Citus the WHERE clause runs on the
+        # shards, and a session's pg_temp exists on the coordinator only.
+        conn.execute(f"CREATE FUNCTION {LEAKS}.leak_{who}(jsonb) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS "
                      "$$ BEGIN RAISE NOTICE 'leak %', $1; RETURN true; END $$")
-        conn.execute("SELECT * FROM dna.dna_instances WHERE pg_temp.leak(spec)").fetchall()
-        conn.execute("SELECT * FROM dna.dna_versions WHERE pg_temp.leak(spec)").fetchall()
+        conn.execute(f"SELECT * FROM dna.dna_instances WHERE {LEAKS}.leak_{who}(spec)").fetchall()
+        conn.execute(f"SELECT * FROM dna.dna_versions WHERE {LEAKS}.leak_{who}(spec)").fetchall()
         assert_no_leak(conn.notices)
         # The mapping tables show each role its own rows only.
         assert {r[0] for r in rows(conn, "SELECT role_name FROM dna.dna_identities")} <= {ROLES[who]}

@@ -29,7 +29,41 @@ reached the line, since the function returns before it where ``pg_dist_partition
 D2: ``dna.distribute`` reads the plan as table names, all of them before its first step, and resolves
 each name at its step: ``create_reference_table`` of ``dna_models`` turns the width tables into Citus
 local tables, and Citus keeps a converted table's old OID for its shard, so the OIDs read before named
-shards ("relation … is a shard relation"); the report lists names. No schema change.
+shards ("relation … is a shard relation"); the report lists names. Citus copies a table's existing rows
+into its shards with COPY, which fires the shards' triggers (dna_instances' rows would record their
+versions again, into a dna_versions not yet distributed; the documents would be indexed again), so
+``dna.distribute`` pauses the dna triggers of the tables it still has to distribute (``ALTER TABLE …
+DISABLE TRIGGER``, its transaction) and enables them again once all are distributed (the report's
+``triggers_paused_for_copy``): a database used on one node first distributes with its rows, counts and
+answers unchanged. The new ``dna.undistribute()`` is the way back: ``undistribute_table(…,
+cascade_via_foreign_keys => true)`` for every dna table Citus holds, then the ``AFTER TRUNCATE``
+triggers ``dna.distribute`` dropped. No schema change.
+
+downgrade (issue 24, D6): below 0019 the revisions do not run on Citus (0018's ``dna.distribute`` fails,
+its receipts key is refused, older downgrades drop triggers and re-create sublink policies on
+distributed tables), so the downgrade of this revision first runs ``guard_downgrade.sql``: where Citus
+holds a dna table it refuses (0A000, naming the tables; hint: ``SELECT dna.undistribute()`` first,
+docs/scale-out.md) before anything changes. After ``dna.undistribute()`` the downgrade runs as on one node.
+
+scope_names (issue 24, D9: ``dna.search``, ``dna.recall``, ``dna.verify_integrity`` and
+``dna.take_receipt`` of a scope with no rows failed in their "nearest scopes" hint). ``dna.scope_names``
+reads a table Citus distributes with ``SELECT DISTINCT scope`` (Citus refuses the loose index scan's
+recursive CTE without a filter on the distribution column); inside a call Citus runs as a shard's task
+(a transaction block, EXPLAIN ANALYZE, take_receipt's EXECUTE), where the other shards cannot be read,
+it raises 55000, and ``dna.nearest_scopes_text`` (now PL/pgSQL) answers "not listed from here (SELECT
+scope FROM dna.scopes() lists them)" so the message it belongs to is still raised. One node: the same
+loose index scan. No schema change.
+
+receipt_call (issue 24): ``dna.receipt_call`` writes each argument of a receipt as a literal of its
+declared type instead of a cast of ``$3 ->> name``: Citus, delegating the call to the scope's node,
+sent ``($3 ->> 'valid_time')::timestamptz`` as a cast from cstring, which the worker refused (every
+``take_receipt`` / ``replay`` with a ``valid_time`` or a default one failed). Same calls, same answers.
+
+revoke_app_role (issue 24, D10: roles granted by ``dna.grant_app_role`` could not be dropped while the
+database lived; on Citus the grants stand on every shard): the new ``dna.revoke_app_role(role)``, the
+inverse of ``dna.grant_app_role``, revokes every privilege the role holds on schema dna (REVOKEs reach
+every shard), deletes its rows of the two maps (copied to the workers on Citus); ``DROP ROLE`` then
+succeeds. No schema change.
 
 receipts_key (issue 24, D3): ``dna_search_receipts``' primary key is ``(scope, receipt_id)`` (Citus
 refuses a key without the distribution column; it was ``receipt_id`` alone), plus a plain index on

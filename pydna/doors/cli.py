@@ -38,7 +38,7 @@ def _dsn(ctx: click.Context) -> str:
 
     state = ctx.find_object(CliState)
     dsn = state.dsn if state is not None else None
-    from pydna.client import resolve_dsn
+    from pydna.connection import resolve_dsn
 
     try:
         return resolve_dsn(dsn or None)

@@ -35,7 +35,8 @@ _SCHEMA = {
     "triggers": "SELECT g.tgrelid::regclass::text || ' ' || g.tgname || ' ' || g.tgenabled::text "
                 "FROM pg_trigger AS g JOIN pg_class AS c ON c.oid = g.tgrelid "
                 "WHERE c.relnamespace = 'dna'::regnamespace AND NOT g.tgisinternal",
-    "relations": "SELECT c.relname || ' ' || c.relkind::text FROM pg_class AS c WHERE c.relnamespace = 'dna'::regnamespace",
+    "relations": "SELECT c.relname || ' ' || c.relkind::text || ' ' || c.relowner::regrole::text FROM pg_class AS c "
+                 "WHERE c.relnamespace = 'dna'::regnamespace",
     "policies": "SELECT p.polrelid::regclass::text || ' ' || p.polname || ' ' || pg_get_expr(p.polqual, p.polrelid) "
                 "FROM pg_policy AS p JOIN pg_class AS c ON c.oid = p.polrelid WHERE c.relnamespace = 'dna'::regnamespace",
     "citus": "SELECT logicalrelid::text || ' ' || partmethod::text FROM pg_dist_partition",

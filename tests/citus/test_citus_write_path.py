@@ -5,63 +5,66 @@ After ``dna.distribute()``: ``dna.index_document`` (delegated, and inside a tran
 runs on the coordinator), ``dna.index_documents`` (a bulk statement of its own segment, passages and
 their deletion), ``Client.index`` (COPY + ``dna.index_staged``), ``dna.remember`` / ``forget`` /
 ``revive``, ``dna.redact`` (the superuser), ``dna.delete_document``, plain INSERT / UPDATE / DELETE,
-``dna.bm25_compact`` (seal, merge with tombstones, full merge) and a workspace tenant's rows. The twin is a database on the coordinator's
-server without the citus extension, migrated to head. Then ``dna.search`` (lexical and hybrid),
+``dna.bm25_compact`` (seal, merge with tombstones, full merge) and a workspace tenant's rows. The twin is
+a database on the coordinator's server without the citus extension, migrated to head. Then ``dna.search`` (lexical and hybrid),
 ``dna.bm25`` (exhaustive and budgeted), ``dna.recall`` and the partition statistics answer the same
 names in the same order with scores within 1e-9, and ``dna.verify_integrity(scope, 'full')`` is clean
-on both. One distributed database for the module (reset once)."""
+on both (the vectors check reports the same rows on both). The module's distributed database
+(tests/citus/conftest.py), emptied once."""
 from __future__ import annotations
 
 import os
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 import pydna
 from pydna import FakeEmbeddingProvider, Record, migrate
 from test_bulk_segments import documents
 
-from .citus_env import CITUS_DSN, reset_and_distribute
 
 MODEL = "dna-fake-hash-v1"
 NOW = "2026-06-01T12:00:00Z"
-TWIN = f"dna_write_twin_{os.getpid()}"
 ROLE = f"dna_write_app_{os.getpid()}"
 QUERIES = ["protein expression in cancer cells", "gene mutation risk", "rare0042 cell", "patient study",
            "the office is in lisbon", "rank fusion of lanes"]
 
 
-def _dsn(base: str, **kw) -> str:
-    params = conninfo_to_dict(base)
-    params.update(kw)
-    return make_conninfo(**params)
-
-
 @pytest.fixture(scope="module")
-def worlds():
-    """(citus, twin) superuser DSNs and the application role's DSN on each."""
-    reset_and_distribute(CITUS_DSN)
-    twin = _dsn(CITUS_DSN, dbname=TWIN)
-    with psycopg.connect(CITUS_DSN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{TWIN}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{TWIN}"')               # the coordinator's server, no citus extension
+def worlds(cluster, citus_database, pg_server):
+    """(superuser, application role) DSNs on the module's distributed database and on a single-node twin:
+    a database on the coordinator's server without the citus extension, migrated to head."""
+    twin = f"{citus_database.name}_single"[:63]
+    with psycopg.connect(cluster.coordinator_dsn("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{twin}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{twin}"')
+    with psycopg.connect(pg_server.dsn(pg_server.maintenance_db), autocommit=True) as admin:
         admin.execute(f'DROP ROLE IF EXISTS "{ROLE}"')
-        admin.execute(f'CREATE ROLE "{ROLE}" LOGIN')              # propagated to the workers
-    migrate.upgrade(twin)
-    for dsn in (CITUS_DSN, twin):
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SELECT dna.grant_app_role(%s)", (ROLE,))
-            conn.execute("INSERT INTO dna.dna_workspace_members (workspace, role_name) VALUES ('ws-a', %s)", (ROLE,))
-    with psycopg.connect(CITUS_DSN, autocommit=True) as conn:
-        conn.execute("SELECT dna.sync_tenancy_maps()")
-        assert conn.execute("SELECT dna.distribution() -> 'distributed'").fetchone()[0] is True
-    yield {"citus": (CITUS_DSN, _dsn(CITUS_DSN, user=ROLE)), "twin": (twin, _dsn(twin, user=ROLE))}
-    with psycopg.connect(CITUS_DSN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{TWIN}" WITH (FORCE)')
-        admin.execute(f'DROP OWNED BY "{ROLE}"')
-        admin.execute(f'DROP ROLE IF EXISTS "{ROLE}"')
+        admin.execute(f'CREATE ROLE "{ROLE}" LOGIN')            # through the coordinator: on every node
+    citus_database.reset()
+    sides = {"citus": citus_database.dsn, "twin": cluster.coordinator_dsn(twin)}
+    try:
+        migrate.upgrade(sides["twin"])
+        for dsn in sides.values():
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SELECT dna.grant_app_role(%s)", (ROLE,))
+                conn.execute("INSERT INTO dna.dna_workspace_members (workspace, role_name) VALUES ('ws-a', %s)", (ROLE,))
+        with psycopg.connect(sides["citus"], autocommit=True) as conn:
+            conn.execute("SELECT dna.sync_tenancy_maps()")
+            assert conn.execute("SELECT dna.distribution() -> 'distributed'").fetchone()[0] is True
+        with psycopg.connect(sides["twin"], autocommit=True) as conn:
+            assert conn.execute("SELECT dna.citus_version() IS NULL").fetchone()[0]
+        yield {k: (dsn, make_conninfo(dsn, user=ROLE)) for k, dsn in sides.items()}
+    finally:
+        for dsn in sides.values():
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SELECT dna.revoke_app_role(%s)", (ROLE,))
+        with psycopg.connect(cluster.coordinator_dsn("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{twin}" WITH (FORCE)')
+        with psycopg.connect(pg_server.dsn(pg_server.maintenance_db), autocommit=True) as admin:
+            admin.execute(f'DROP ROLE IF EXISTS "{ROLE}"')
 
 
 def _index_many(conn, scope, docs, **kw):
