@@ -200,3 +200,31 @@ def test_the_writes_ran_on_the_shard(worlds):
                    LATERAL (SELECT get_shard_id_for_distribution_column(t.name, 'w-su') AS shard) AS s
             JOIN pg_dist_shard_placement AS p ON p.shardid = s.shard""").fetchone()[0]
         assert nodes == 1
+
+
+@pytest.mark.parametrize("who", ["superuser", "app_role"])
+def test_metadata_writes_and_filters_on_citus_as_one_node(worlds, who):
+    """Client.index with each record's metadata (dna.set_document_metadata, an UPDATE of the width table's
+    rows on the shard), then dna.set_document_metadata again by SQL: a filtered dna.search answers the
+    same names in the same order on Citus and on the single node, and the valid_at trigger stood aside
+    (no memory Kind: valid_at stays NULL)."""
+    pick = 0 if who == "superuser" else 1
+    scope = f"meta-{'su' if pick == 0 else 'app'}"
+    records = [Record("Doc", f"md-{i}", f"rank fusion of lanes, document {i}", metadata={"team": "ab"[i % 2], "n": i})
+               for i in range(12)]
+    got = {}
+    for side in ("citus", "twin"):
+        dsn = worlds[side][pick]
+        with pydna.connect(dsn, embedder=FakeEmbeddingProvider()) as client:
+            client.index(scope, records, passages=False)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            changed = conn.execute("SELECT dna.set_document_metadata(%s, ARRAY['Doc'], ARRAY['md-0'], "
+                                   "ARRAY['{\"team\": \"c\", \"n\": 0}']::jsonb[])", (scope,)).fetchone()[0]
+            assert changed == 1
+            got[side] = [conn.execute("SELECT kind, name, score FROM dna.search(%s, 'rank fusion', NULL, %s, k => 20, "
+                                      "filter => %s)", (scope, MODEL, Jsonb(f))).fetchall()
+                         for f in ({"team": "a"}, {"team": "c"}, {"n": {"gte": 6}})]
+            assert conn.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE scope = %s AND valid_at IS NOT NULL",
+                                (scope,)).fetchone()[0] == 0
+    assert [len(r) for r in got["twin"]] == [5, 1, 6]
+    assert [[r[:2] for r in rows] for rows in got["citus"]] == [[r[:2] for r in rows] for rows in got["twin"]]
