@@ -245,6 +245,12 @@ def recall_cmd(
         said = f"{hit['title']}: " if hit.get("kind") == "Turn" and hit.get("title") else ""
         out.print(f"{i:>2}. {hit['score']:.4f} {hit['kind']}/{hit['name']}{mine}{retention}{affect}"
                   f"  {said}{_short(hit.get('summary') or hit.get('title') or hit.get('snippet'))}", markup=False)
+        for rival in hit.get("contradicted_by") or []:
+            claim = rival.get("claim") or {}
+            said = f"{claim.get('predicate')} {'≠' if claim.get('polarity') == 'denies' else '='} {claim.get('object', '')}"
+            out.print(f"      [yellow]⚡ contradicted by {rival['kind']}/{rival['name']} ({said.strip()}), recorded "
+                      f"{rival.get('recorded_at')}[/yellow]", markup=True, highlight=False)
+            out.print(f"      accept with: {(rival.get('accept') or {}).get('cli')}", style="dim", markup=False)
         for turn in hit.get("context") or []:
             out.print(f"      {turn.get('turn')}. {turn.get('speaker') or ''}: {_short(turn.get('text'))}",
                       style="dim", markup=False)
@@ -417,5 +423,7 @@ def print_consolidation(report: dict) -> None:
         prop = c["proposal"]
         out.print(f"  ⚡ {c['subject']} · {c['predicate']}: {', '.join(c['names'])} — keep {prop['suggested_keep']}? "
                   f"(basis {prop['basis']}; awaiting confirmation)", markup=False)
+        for command in (prop.get("accept") or {}).get("cli") or []:
+            out.print(f"      accept with: {command}", style="dim", markup=False)
     for u in report.get("undecided") or []:
         out.print(f"  ? {u['referent']}: {', '.join(u['names'])} — {u['reason']}", markup=False)

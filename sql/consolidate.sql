@@ -307,7 +307,15 @@ BEGIN
             'dry_run', true,
             'actions', actions,
             'merge_candidates', dna.merge_candidates(valid_members, merge_overlap_floor, world),
-            'contradictions', claims -> 'contradictions',
+            -- each proposal says how to accept it: one dna.forget (and `dna forget`) per memory it supersedes
+            'contradictions', (SELECT coalesce(jsonb_agg(jsonb_set(cd, '{proposal,accept}', (
+                                   SELECT jsonb_build_object('sql', coalesce(jsonb_agg(a -> 'sql' ORDER BY x COLLATE "C"), '[]'),
+                                                             'cli', coalesce(jsonb_agg(a -> 'cli' ORDER BY x COLLATE "C"), '[]'))
+                                   FROM jsonb_array_elements_text(cd #> '{proposal,suggested_supersede}') AS x
+                                   CROSS JOIN LATERAL dna.accept_successor(scope, x, cd #>> '{proposal,suggested_keep}',
+                                                                           kind, tenant) AS a))
+                                   ORDER BY e.ord), '[]'::jsonb)
+                               FROM jsonb_array_elements(claims -> 'contradictions') WITH ORDINALITY AS e(cd, ord)),
             'undecided', claims -> 'undecided',
             'claims', claims -> 'claims',
             'recorded_at_approximate', to_jsonb(ARRAY(
@@ -331,6 +339,7 @@ COMMENT ON FUNCTION dna.consolidate(text, text, text, double precision, boolean,
 'nothing at all; it adds dry_run, actions[{name, action: retain|expire|already_expired, reason, ...}] '
 'sorted by name, merge_candidates (dna.merge_candidates, merge_overlap_floor 0..1, default 0.5), '
 'contradictions and undecided (dna.contradiction_report with transaction-time stamps from '
-'dna.memory_recorded_at), claims, recorded_at_approximate. Returns {evaluated, stale, archived, '
+'dna.memory_recorded_at; each contradiction''s proposal gains accept {sql[], cli[]}: the dna.forget call and `dna memory '
+'forget` command per memory it supersedes, dna.accept_successor), claims, recorded_at_approximate. Returns {evaluated, stale, archived, '
 'applied[, errors][, dry-run keys]}. Errors: 22023 (floors, not a memory Kind, blank scope), 22007 '
 '(infinite now), 42501 (reserved tenant).';

@@ -293,3 +293,114 @@ COMMENT ON FUNCTION dna.contradiction_report(jsonb, jsonb, timestamptz) IS
 'decided_by: rule, proposal (dna.elect_survivor with recorded {name: {recorded_at, approximate}})}], '
 'undecided[{referent, names, reason}] (memories sharing a referent that the rule could not compare), '
 'claims (how many were read)}. Sorted by subject, predicate, names; undecided by referent. Nothing is applied. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.shell_word(word text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN word ~ '^[A-Za-z0-9._/:@%+=,-]+$' THEN word
+                ELSE '''' || replace(coalesce(word, ''), '''', '''"''"''') || '''' END
+$$;
+
+COMMENT ON FUNCTION dna.shell_word(text) IS
+'word as one POSIX shell word: as it is when it holds only letters, digits and ._/:@%+=,-; else single-quoted (a '
+'quote inside as ''"''"''). Pure.';
+
+CREATE OR REPLACE FUNCTION dna.accept_successor(scope text, name text, successor text, kind text, tenant text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT jsonb_build_object(
+        'sql', format('SELECT dna.forget(%L, %L, superseded_by => %L, kind => %L%s)', scope, name, successor, kind,
+                      CASE WHEN coalesce(tenant, '') = '' THEN ''
+                           WHEN starts_with(tenant, 'personal:') THEN ', personal => true'
+                           ELSE format(', tenant => %L', tenant) END),
+        'cli', concat_ws(' ', 'dna memory forget', dna.shell_word(name), '--superseded-by', dna.shell_word(successor),
+                         '--scope', dna.shell_word(scope),
+                         CASE WHEN kind IS DISTINCT FROM 'Engram' THEN '--kind ' || dna.shell_word(kind) END,
+                         CASE WHEN coalesce(tenant, '') = '' THEN NULL
+                              WHEN starts_with(tenant, 'personal:') THEN '--personal'
+                              ELSE '--tenant ' || dna.shell_word(tenant) END))
+$$;
+
+COMMENT ON FUNCTION dna.accept_successor(text, text, text, text, text) IS
+'How to take successor as the memory that replaces name (scope, Kind, tenant as stored; personal:… = the caller''s '
+'personal partition): {sql: the dna.forget call with superseded_by, cli: the same as a `dna memory forget` command, each '
+'word shell-quoted where needed}. Soft: dna.forget closes the world-time window and dna.revive undoes it. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.flag_contradicted(scope text, tenant text, hits jsonb, now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    mine jsonb;
+    recallable text[];
+BEGIN
+    IF hits IS NULL OR jsonb_array_length(hits) = 0 THEN
+        RETURN hits;
+    END IF;
+    -- The hits' own claims (dna.memory_claims of the stored spec), with when each hit was first recorded;
+    -- one index probe per hit. None: the hits as they are, no further read.
+    SELECT jsonb_agg(jsonb_build_object('ord', h.ord, 'claim', c.claim, 'recorded', i.created_at))
+    INTO mine
+    FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, ord)
+    JOIN LATERAL (SELECT i.spec, i.created_at FROM dna.dna_instances AS i
+                  WHERE i.scope = scope AND i.kind = h.value ->> 'kind' AND i.name = h.value ->> 'name'
+                    AND i.tenant = h.value ->> 'tenant' LIMIT 1) AS i ON true
+    CROSS JOIN LATERAL dna.memory_claims(h.value ->> 'name', i.spec) AS c(claim)
+    WHERE jsonb_typeof(i.spec -> 'claims') = 'array';
+    IF mine IS NULL THEN
+        RETURN hits;
+    END IF;
+    recallable := dna.recallable_kinds();          -- by its own statement (Citus rule 4, sql/tenancy.sql)
+    RETURN (
+        WITH m AS (
+            SELECT (e.value ->> 'ord')::bigint AS ord, e.value -> 'claim' AS claim,
+                   (e.value ->> 'recorded')::timestamptz AS recorded
+            FROM jsonb_array_elements(mine) AS e
+        ), rival AS MATERIALIZED (               -- memories of the read's partitions that declare claims, in force now
+            SELECT o.kind, o.name, o.tenant, o.created_at, c.claim
+            FROM dna.dna_instances AS o
+            CROSS JOIN LATERAL dna.memory_claims(o.name, o.spec) AS c(claim)
+            WHERE o.scope = scope AND o.tenant IN (tenant, '') AND jsonb_typeof(o.spec -> 'claims') = 'array'
+              AND o.kind = ANY (recallable)
+              AND (o.valid_at IS NULL OR o.valid_at @> now) AND dna.currently_valid(o.spec ->> 'valid_to', now)
+        ), flagged AS (
+            SELECT m.ord, jsonb_agg(DISTINCT jsonb_build_object(
+                       'kind', r.kind, 'name', r.name, 'tenant', r.tenant, 'recorded_at', dna.iso8601(r.created_at),
+                       'reason', dna.claims_contradict(m.claim, r.claim),
+                       'claim', jsonb_strip_nulls(jsonb_build_object('subject', r.claim -> 'subject',
+                                                                     'predicate', r.claim -> 'predicate',
+                                                                     'object', r.claim -> 'object',
+                                                                     'polarity', CASE WHEN r.claim ->> 'polarity' = 'denies'
+                                                                                      THEN 'denies' END)),
+                       'accept', dna.accept_successor(scope, h.value ->> 'name', r.name, h.value ->> 'kind',
+                                                      h.value ->> 'tenant'))) AS by
+            FROM m
+            JOIN jsonb_array_elements(hits) WITH ORDINALITY AS h(value, ord) ON h.ord = m.ord
+            JOIN rival AS r ON r.created_at > m.recorded
+                           AND (r.kind, r.name, r.tenant) IS DISTINCT FROM (h.value ->> 'kind', h.value ->> 'name', h.value ->> 'tenant')
+                           AND dna.claims_contradict(m.claim, r.claim) IS NOT NULL
+            GROUP BY m.ord
+        )
+        SELECT jsonb_agg(CASE WHEN f.by IS NULL THEN h.value
+                              ELSE h.value || jsonb_build_object('contradicted_by', (
+                                  SELECT jsonb_agg(x ORDER BY x ->> 'recorded_at' DESC, x ->> 'name' COLLATE "C", x ->> 'kind' COLLATE "C")
+                                  FROM jsonb_array_elements(f.by) AS x)) END
+                         ORDER BY h.ord)
+        FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, ord)
+        LEFT JOIN flagged AS f ON f.ord = h.ord);
+END
+$$;
+
+COMMENT ON FUNCTION dna.flag_contradicted(text, text, jsonb, timestamptz) IS
+'recall''s hits (jsonb array) with, on each hit whose declared claim (dna.memory_claims) a newer memory contradicts '
+'(dna.claims_contradict: same subject and predicate, overlapping windows, another object or the opposite polarity), '
+'contradicted_by: [{kind, name, tenant, recorded_at, reason: object|polarity, claim {subject, predicate, object?, '
+'polarity?}, accept}], newest first. The rival is a memory of a recallable Kind in the read''s partitions (tenant, and '
+'the base), in force at now (valid_at, valid_to) and first recorded after the hit (dna_instances.created_at, '
+'transaction time: the basis of consolidate''s proposal, dna.elect_survivor); accept is the one call that takes it as '
+'the successor (dna.accept_successor: {sql, cli}, the dna.forget call and the `dna memory forget` command). Row-level security applies. Order '
+'and scores are unchanged. One probe per hit, and one read of the claims of the read''s partitions when a hit '
+'declares claims. dna.recall calls it.';

@@ -439,6 +439,10 @@ BEGIN
                      FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
     -- context => n: each turn of a conversation with the turns around it (sql/conversations.sql)
     top := dna.turn_neighbours(scope, tenant, top, context);
+    -- a hit whose claim a newer memory in force contradicts says so, naming it (sql/memory_contradictions.sql)
+    IF as_of IS NULL THEN                                  -- a read of the past shows what was believed then
+        top := dna.flag_contradicted(scope, tenant, top, world);
+    END IF;
 
     IF reconsolidate THEN
         -- Light reconsolidation of the surfaced Engrams, in one statement; fail-soft and never waits:
@@ -575,6 +579,8 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'spec.metadata with tags, area, created_at, valid_from/valid_to, conversation, session, speaker...); each hit carries '
 'its metadata when it has any, and explain.filters.filter echoes it. context (0..20, default 0): each hit of Kind Turn '
 '(a conversation''s, dna.remember_conversation) carries context, the turns of its session within context places before '
-'and after it (dna.turn_neighbours). Errors: 22023 (k, kinds, model_id, embedding '
+'and after it (dna.turn_neighbours). A hit whose declared claim a newer memory in force contradicts carries '
+'contradicted_by (dna.flag_contradicted: the rival, its claim, and accept, the dna.forget call that takes it as '
+'the successor; not on an as_of read). Errors: 22023 (k, kinds, model_id, embedding '
 'width, decay, floors, a malformed filter, context), 22001 (query > 10000 chars, filter > 65536 bytes), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';

@@ -31,6 +31,15 @@ def _report(conn):
     return json.loads(json.dumps(r))
 
 
+def _without_accept(report):
+    """The report as 0016 gave it: from 0020 (topic stale_claims) each contradiction's proposal also says how
+    to accept it (proposal.accept), which this check leaves aside."""
+    out = json.loads(json.dumps(report))
+    for c in out["contradictions"]:
+        assert c["proposal"].pop("accept")["sql"], c
+    return out
+
+
 def _functions(conn):
     return sorted(r[0] for r in conn.execute(
         "SELECT p.oid::regprocedure::text FROM pg_proc AS p WHERE p.pronamespace = 'dna'::regnamespace "
@@ -45,7 +54,7 @@ def test_split_consolidates_the_same_across_upgrade_and_downgrade(empty_dsn):
         assert before["contradictions"] and before["merge_candidates"]   # the seed exercises both halves
     migrate.upgrade(empty_dsn, "head")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        assert _report(conn) == before
+        assert _without_accept(_report(conn)) == before
         assert _functions(conn) == functions
     migrate.downgrade(empty_dsn, "0016_answers_and_bounds")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:

@@ -14,6 +14,17 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 What changed
 ------------
 (each topic appends its paragraph here)
+
+stale_claims (issue 27 item 5: after "prod is PostgreSQL 16" and a later "upgraded to PostgreSQL 17", recall
+served 16 first, unflagged). ``dna.recall`` passes its hits through the new ``dna.flag_contradicted``: a hit
+whose declared claim a memory first recorded after it (transaction time, the basis of consolidate's
+proposal) contradicts — a memory of a recallable Kind in the read's partitions, in force at world time —
+carries ``contradicted_by`` [{kind, name, tenant, recorded_at, reason, claim, accept}]; not on an ``as_of``
+read. ``accept`` (new ``dna.accept_successor``) is {sql, cli}: the one ``dna.forget(…, superseded_by => …)``
+call and the ``dna memory forget … --superseded-by …`` command that take the rival as the successor. Order and
+scores are unchanged. ``dna.consolidate(dry_run => true)``'s contradiction proposals gain ``accept`` {sql[],
+cli[]}, one per memory the proposal supersedes. New functions ``dna.flag_contradicted``,
+``dna.accept_successor``, ``dna.shell_word``. No schema change.
 """
 import sys
 from pathlib import Path
@@ -55,7 +66,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0020_real_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("memory_verbs.sql", "memory_contradictions.sql", "consolidate.sql")
 
 
 def changed_files() -> list[str]:
