@@ -184,7 +184,8 @@ def test_a_failure_in_a_plane_file_names_it(empty_dsn):
     migrate.upgrade(empty_dsn, "0018_citus_ready")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         # The same signature with another return type: 0019's CREATE OR REPLACE of
-        # dna.bm25_build_segment (sql/bm25_write.sql, one statement per op.execute) fails, 42P13.
+        # dna.bm25_build_segment (its released text of sql/bm25_write.sql, frozen in its folder since 0020;
+        # one statement per op.execute) fails, 42P13.
         conn.execute("DROP FUNCTION dna.bm25_build_segment")
         conn.execute("CREATE FUNCTION dna.bm25_build_segment(text, text, text, integer, integer, text, bigint[], "
                      "double precision, double precision, integer[] DEFAULT NULL) "
@@ -192,7 +193,7 @@ def test_a_failure_in_a_plane_file_names_it(empty_dsn):
     with pytest.raises(migrate.MigrationFailed) as err:
         migrate.upgrade(empty_dsn)
     failure = err.value
-    assert failure.revision == "0019_where_users_run" and failure.source == "sql/bm25_write.sql"
+    assert failure.revision == "0019_where_users_run" and failure.source == "migrations/versions/0019_where_users_run/bm25_write.sql"
     assert failure.sqlstate == "42P13" and failure.server.startswith("PostgreSQL ")
     assert failure.statement.startswith("CREATE OR REPLACE FUNCTION dna.bm25_build_segment(")
     assert isinstance(failure.__cause__, Exception) and "(SQLSTATE 42P13)" in str(failure)
