@@ -248,8 +248,8 @@ def recall_cmd(
         for rival in hit.get("contradicted_by") or []:
             claim = rival.get("claim") or {}
             said = f"{claim.get('predicate')} {'≠' if claim.get('polarity') == 'denies' else '='} {claim.get('object', '')}"
-            out.print(f"      [yellow]⚡ contradicted by {rival['kind']}/{rival['name']} ({said.strip()}), recorded "
-                      f"{rival.get('recorded_at')}[/yellow]", markup=True, highlight=False)
+            out.print(f"      ⚡ contradicted by {rival['kind']}/{rival['name']} ({said.strip()}), recorded "
+                      f"{rival.get('recorded_at')}", style="yellow", markup=False, highlight=False)
             out.print(f"      accept with: {(rival.get('accept') or {}).get('cli')}", style="dim", markup=False)
         for turn in hit.get("context") or []:
             out.print(f"      {turn.get('turn')}. {turn.get('speaker') or ''}: {_short(turn.get('text'))}",

@@ -307,7 +307,7 @@ BEGIN
             'dry_run', true,
             'actions', actions,
             'merge_candidates', dna.merge_candidates(valid_members, merge_overlap_floor, world),
-            -- each proposal says how to accept it: one dna.forget (and `dna forget`) per memory it supersedes
+            -- each proposal says how to accept it: one dna.forget (and `dna memory forget`) per memory it supersedes
             'contradictions', (SELECT coalesce(jsonb_agg(jsonb_set(cd, '{proposal,accept}', (
                                    SELECT jsonb_build_object('sql', coalesce(jsonb_agg(a -> 'sql' ORDER BY x COLLATE "C"), '[]'),
                                                              'cli', coalesce(jsonb_agg(a -> 'cli' ORDER BY x COLLATE "C"), '[]'))

@@ -342,7 +342,8 @@ BEGIN
     END IF;
     -- The hits' own claims (dna.memory_claims of the stored spec), with when each hit was first recorded;
     -- one index probe per hit. None: the hits as they are, no further read.
-    SELECT jsonb_agg(jsonb_build_object('ord', h.ord, 'claim', c.claim, 'recorded', i.created_at))
+    SELECT jsonb_agg(jsonb_build_object('ord', h.ord, 'kind', h.value ->> 'kind', 'name', h.value ->> 'name',
+                                        'tenant', h.value ->> 'tenant', 'claim', c.claim, 'recorded', i.created_at))
     INTO mine
     FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, ord)
     JOIN LATERAL (SELECT i.spec, i.created_at FROM dna.dna_instances AS i
@@ -356,7 +357,8 @@ BEGIN
     recallable := dna.recallable_kinds();          -- by its own statement (Citus rule 4, sql/tenancy.sql)
     RETURN (
         WITH m AS (
-            SELECT (e.value ->> 'ord')::bigint AS ord, e.value -> 'claim' AS claim,
+            SELECT (e.value ->> 'ord')::bigint AS ord, e.value ->> 'kind' AS kind, e.value ->> 'name' AS name,
+                   e.value ->> 'tenant' AS tenant, e.value -> 'claim' AS claim,
                    (e.value ->> 'recorded')::timestamptz AS recorded
             FROM jsonb_array_elements(mine) AS e
         ), rival AS MATERIALIZED (               -- memories of the read's partitions that declare claims, in force now
@@ -375,12 +377,10 @@ BEGIN
                                                                      'object', r.claim -> 'object',
                                                                      'polarity', CASE WHEN r.claim ->> 'polarity' = 'denies'
                                                                                       THEN 'denies' END)),
-                       'accept', dna.accept_successor(scope, h.value ->> 'name', r.name, h.value ->> 'kind',
-                                                      h.value ->> 'tenant'))) AS by
+                       'accept', dna.accept_successor(scope, m.name, r.name, m.kind, m.tenant))) AS by
             FROM m
-            JOIN jsonb_array_elements(hits) WITH ORDINALITY AS h(value, ord) ON h.ord = m.ord
             JOIN rival AS r ON r.created_at > m.recorded
-                           AND (r.kind, r.name, r.tenant) IS DISTINCT FROM (h.value ->> 'kind', h.value ->> 'name', h.value ->> 'tenant')
+                           AND (r.kind, r.name, r.tenant) IS DISTINCT FROM (m.kind, m.name, m.tenant)
                            AND dna.claims_contradict(m.claim, r.claim) IS NOT NULL
             GROUP BY m.ord
         )
