@@ -250,7 +250,9 @@ def test_revisions_from_0018_run_one_statement_per_execute():
             rec = _Recorder()
             module.op = rec
             step()
-            assert rec.texts, (path.name, step.__name__)
+            # a revision that runs something runs it; the head may not have a topic yet
+            has_work = bool(getattr(module, "CHANGED", True) or module._fragments("before") or module._fragments("after"))
+            assert rec.texts or not has_work, (path.name, step.__name__)
             several = [t[:120] for t in rec.texts if guard.count_statements(t) != 1]
             assert not several, (path.name, step.__name__, several)
 
