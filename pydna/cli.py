@@ -76,6 +76,15 @@ def _spread_global_options(group: Any) -> None:
     walk(group)
 
 
+def _name_the_meant_option(exc: BaseException) -> None:
+    """An unknown option's suggestion names the one option meant (``--scop`` → "Did you mean --scope?"),
+    not click's up to three close matches (``--json, --scope, --scores``): the closest, first in
+    difflib's order."""
+    possibilities = getattr(exc, "possibilities", None)
+    if exc.__class__.__name__ == "NoSuchOption" and possibilities and len(possibilities) > 1:
+        exc.possibilities = possibilities[:1]
+
+
 class DnaGroup(TyperGroup):
     """The top-level group: turns known errors of any sub-command into one red line and exit 1,
     and lets every sub-command take the global options (:data:`GLOBAL_OPTIONS`)."""
@@ -87,7 +96,8 @@ class DnaGroup(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, _CLICK_ERROR):  # typer's own handling: usage errors, exits
+        except (typer.Exit, typer.Abort, _CLICK_ERROR) as exc:  # typer's own handling: usage errors, exits
+            _name_the_meant_option(exc)
             raise
         except Exception as exc:
             message = describe_error(exc)

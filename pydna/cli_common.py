@@ -141,6 +141,16 @@ def database_dsn(ctx: typer.Context | None = None) -> str:
         raise CliError(str(exc)) from exc
 
 
+def require_scope(conn, scope: str) -> None:
+    """Refuse (CliError, exit 1) a scope under which no row the caller can see stands
+    (``dna.scope_exists``): most often a typo, so the error names the nearest scopes that exist.
+    Called by the reading commands when their answer is empty, so a scope with rows costs nothing."""
+    exists, nearest = conn.execute("SELECT dna.scope_exists(%s), dna.nearest_scopes_text(%s, 3)",
+                                   (scope, scope)).fetchone()
+    if not exists:
+        raise CliError(f"scope {scope!r} has no documents or memories you can see; nearest scopes: {nearest}")
+
+
 def mask_dsn(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (for display)."""
     try:

@@ -341,26 +341,45 @@ def db_status(
     from pydna import server
 
     state = cli_state(ctx)
+    home = server.data_home()
     if state.dsn:
-        srv: dict[str, Any] = {"kind": "external", "data_dir": None, "running": None,
+        embedded = server.is_embedded_dsn(state.dsn, home)
+        srv: dict[str, Any] = {"kind": "embedded" if embedded else "external",
+                               "data_dir": str(home) if embedded else None, "running": None,
                                "dsn": mask_dsn(state.dsn)}
         dsn = state.dsn
     else:
-        home = server.data_home()
         running = server.is_running(home)
         srv = {"kind": "embedded", "data_dir": str(home), "running": running, "dsn": None}
         if not running:
-            if as_json:
-                echo_json({"server": srv})
-            raise CliError(f"the embedded server under {home} is not running: start it with `dna db up`")
+            _stopped(srv, as_json, f"the embedded PostgreSQL under {home} is stopped: start it with `dna db up`")
         dsn = server.client_dsn(home)  # already running: only reads its address (and the role's)
         srv["dsn"] = mask_dsn(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        # Nothing answers at the DSN (the README's `export DNA_DATABASE_URL=$(dna db up)`, then a stop).
+        srv["running"] = False
+        reason = " ".join(str(exc).split())
+        if srv["kind"] == "embedded":
+            _stopped(srv, as_json, f"the embedded PostgreSQL under {home} is stopped: start it with `dna db up` "
+                                   f"({reason})")
+        _stopped(srv, as_json, f"nothing answers at {mask_dsn(dsn)}: the server is stopped or unreachable ({reason})")
+    with conn:
+        srv["running"] = True
         info = {"server": srv, **collect_status(conn)}
     if as_json:
         echo_json(info)
         return
     _print_status(info)
+
+
+def _stopped(srv: dict[str, Any], as_json: bool, why: str) -> None:
+    """``dna db status`` of a server that does not answer: "server: stopped", exit 1 (--json: the
+    server object, ``running`` false, then exit 1)."""
+    if as_json:
+        echo_json({"server": {**srv, "running": False}})
+    raise CliError(f"server: stopped — {why}")
 
 
 def _print_status(info: dict[str, Any]) -> None:

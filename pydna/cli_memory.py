@@ -18,7 +18,7 @@ from typing import Annotated, Any, Callable, List, Optional
 import typer
 
 from pydna.cli_common import (FILTER_HELP, WHERE_HELP, CliError, announce_embedder, echo_json, open_client,
-                              parse_filter, parse_json_object, parse_pairs, parse_time)
+                              parse_filter, parse_json_object, parse_pairs, parse_time, require_scope)
 
 memory_app = typer.Typer(
     help="Agent memory: remember, recall, forget, revive, list, consolidate (SQL verbs dna.*).",
@@ -61,12 +61,15 @@ def _client(ctx: typer.Context, embedder: str = "auto", as_json: bool = False, s
 
 
 def _run(ctx: typer.Context, embedder: str, as_json: bool, verb: Callable[[Any], dict],
-         scope: str | None = None) -> dict | None:
+         scope: str | None = None, empty: Callable[[dict], bool] | None = None) -> dict | None:
     """Call one memory verb, ``verb(client.memory)``, on a client opened with ``embedder`` (for
     ``scope``). With ``--json`` the verb's jsonb is printed as is and None is returned; otherwise the
-    result, for the command's readable report."""
+    result, for the command's readable report. ``empty(result)`` true: the scope must exist
+    (:func:`require_scope`: a typo'd scope exits 1 naming the nearest ones)."""
     with _client(ctx, embedder, as_json, scope) as client:
         result = verb(client.memory)
+        if empty is not None and scope is not None and empty(result):
+            require_scope(client.conn, scope)
     if as_json:
         echo_json(result)
         return None
@@ -215,7 +218,8 @@ def recall_cmd(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
         explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
-        min_lexical_score=min_lexical_score, filter=narrow, context=context), scope=scope)
+        min_lexical_score=min_lexical_score, filter=narrow, context=context), scope=scope,
+        empty=lambda r: not r.get("hits"))
     if result is None:
         return
     out = _console()
@@ -363,7 +367,7 @@ def list_cmd(
     narrow = parse_filter(filter_json, where)
     result = _run(ctx, "none", as_json, lambda memory: memory.list(
         scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit, personal=personal,
-        filter=narrow))
+        filter=narrow), scope=scope, empty=lambda r: not r.get("total"))
     if result is None:
         return
     out = _console()

@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pydna.cli_common import (FILTER_HELP, WHERE_HELP, CliError, EmbedderName, EmbedderOpt, announce_embedder,
-                              echo_json, open_client, parse_filter, parse_time, stdout)
+                              echo_json, open_client, parse_filter, parse_time, require_scope, stdout)
 
 #: Lines of snippet per hit in the readable output.
 SNIPPET_LINES = 3
@@ -112,6 +112,8 @@ def recall(
                                min_lexical_score=min_lexical_score, exact=exact, fusion=fusion,
                                dense_weight=dense_weight, explain=explain, receipt=receipt,
                                keep_query=keep_query, filter=narrow)
+        if not result.hits:
+            require_scope(client.conn, scope)  # a typo'd scope exits 1, naming the nearest ones
     finally:
         client.close()
     if result.degraded:

@@ -79,13 +79,14 @@ def test_a_new_scope_gets_auto_default(run, docs):
 
 def test_unknown_scope_names_the_nearest_and_unknown_kind_says_so(run, docs):
     run("index", docs, "--scope", "my-app", *FAKE)
-    typo = run("recall", "fusion", "--scope", "my-ap", *FAKE)
-    assert "scope 'my-ap' has no documents; nearest scopes: 'my-app'" in " ".join(typo.stdout.split())
+    typo = run("recall", "fusion", "--scope", "my-ap", *FAKE, code=1)          # a typo'd scope exits 1
+    assert "scope 'my-ap' has no documents or memories you can see; nearest scopes: 'my-app'" in " ".join(
+        typo.stderr.split())
     kind = run("recall", "fusion", "--scope", "my-app", "--kind", "Dco", *FAKE)
     assert "no documents of kind Dco in scope 'my-app'" in " ".join(kind.stdout.split())
     assert "0 hits" in kind.stdout
-    as_json = json.loads(run("recall", "fusion", "--scope", "my-ap", *FAKE, "--json").stdout)
-    assert as_json["hits"] == [] and any("nearest scopes" in n for n in as_json["notices"])
+    as_json = run("recall", "fusion", "--scope", "my-ap", *FAKE, "--json", code=1)
+    assert as_json.stdout == "" and "nearest scopes: 'my-app'" in as_json.stderr
 
 
 def test_recall_reads_at_80_columns(run, docs):
