@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Annotated, Any, Optional
 
 import typer
+from alembic.util import CommandError
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -83,7 +84,11 @@ def db_upgrade(
     server_version: Annotated[Optional[str], typer.Option(
         "--server-version", help="With --sql: the PostgreSQL the script is for (15, 16.4 or 160004); "
                                  "a revision that branches on the version renders that branch. "
-                                 "Default: the newest servers.", show_default=False)] = None,
+                                 "Default: the database's server, else the newest servers.", show_default=False)] = None,
+    from_revision: Annotated[Optional[str], typer.Option(
+        "--from", help="With --sql: the revision the database is at ('empty': a new database). Default: the "
+                       "database's revision when its server answers (--dsn, or the running embedded one), "
+                       "else empty.", show_default=False)] = None,
 ) -> None:
     """Migrate the database to head, or print the SQL (--sql).
 
@@ -95,9 +100,16 @@ def db_upgrade(
     from pydna import migrate, server
 
     if sql:
-        # Offline: alembic renders the SQL for the PostgreSQL dialect; nothing connects or starts.
-        text = migrate.upgrade(cli_state(ctx).dsn or "", revision=revision, sql=True,
-                               server_version_num=_version_num(server_version)) or ""
+        # Alembic renders the SQL for the PostgreSQL dialect; nothing is run and nothing starts. The
+        # database (when it answers) only tells where to start from and which server to render for.
+        start, version_num = _sql_start(ctx, from_revision)
+        if server_version is not None:
+            version_num = _version_num(server_version)
+        try:
+            text = migrate.upgrade(cli_state(ctx).dsn or "", revision=revision, sql=True,
+                                   server_version_num=version_num, from_revision=start) or ""
+        except (ValueError, CommandError) as exc:
+            raise CliError(f"{exc}: see `dna db status` for the database's revision") from exc
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     dsn = server.admin_dsn_for(database_dsn(ctx))
@@ -110,6 +122,36 @@ def db_upgrade(
         stdout().print(f"schema dna already at revision {after} ({escape(mask_dsn(dsn))})", soft_wrap=True)
     else:
         stdout().print(f"schema dna migrated: {before or 'empty'} → {after} ({escape(mask_dsn(dsn))})", soft_wrap=True)
+
+
+def _sql_start(ctx: typer.Context, from_revision: str | None) -> tuple[str | None, int | None]:
+    """Where ``dna db upgrade --sql`` starts: (revision or None for empty, server_version_num or None).
+    ``--from`` wins; else the database's revision and version when its server answers within 5 s
+    (--dsn, or the running embedded server; one read, nothing written), else empty (said on stderr)."""
+    import psycopg
+
+    from pydna import migrate, server
+
+    if from_revision is not None:
+        return (None if from_revision == "empty" else from_revision), None
+    dsn = cli_state(ctx).dsn
+    if dsn is None and server.is_running(server.data_home()):
+        dsn = server.client_dsn(server.data_home())
+    if dsn is None:
+        stderr().print("-- no database named (--dsn) and no embedded server running: the SQL creates the schema "
+                       "from empty (--from REV renders a delta)", soft_wrap=True)
+        return None, None
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            applied = migrate.current(conn)
+            version_num = int(conn.execute("SHOW server_version_num").fetchone()[0])
+    except psycopg.Error as exc:
+        stderr().print(f"-- {escape(mask_dsn(dsn))} does not answer ({escape(' '.join(str(exc).split()))}): the SQL "
+                       "creates the schema from empty (--from REV renders a delta)", soft_wrap=True)
+        return None, None
+    stderr().print(f"-- the database is at revision {applied or 'empty'} (PostgreSQL {version_num}): the SQL "
+                   f"upgrades from there", soft_wrap=True)
+    return applied, version_num
 
 
 @db_app.command("stop")

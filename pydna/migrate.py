@@ -47,12 +47,21 @@ def head() -> str:
 
 
 def upgrade(dsn: str, revision: str = "head", sql: bool = False, on_notice=None,
-            server_version_num: int | None = None) -> str | None:
+            server_version_num: int | None = None, from_revision: str | None = None) -> str | None:
     """Migrate ``dsn`` up to ``revision``; with ``sql=True`` return the SQL and run nothing
     (rendered for ``server_version_num`` where a revision branches on it, else for the newest
-    servers). ``on_notice(text)`` receives each notice the revisions raise themselves (RAISE
-    NOTICE; the server's own "…, skipping" notes are not passed on)."""
+    servers; from ``from_revision`` when given — the delta a database at that revision needs —
+    else from an empty database). ``on_notice(text)`` receives each notice the revisions raise
+    themselves (RAISE NOTICE; the server's own "…, skipping" notes are not passed on)."""
     cfg = alembic_config(dsn)
+    if sql and from_revision is not None:
+        script = ScriptDirectory.from_config(cfg)
+        start, target = script.get_revision(from_revision), script.get_revision(revision)
+        if start is None or target is None:
+            raise ValueError(f"unknown revision {from_revision if start is None else revision!r}")
+        if start.revision == target.revision:
+            return f"-- schema dna is at revision {start.revision}: nothing to upgrade\n"
+        revision = f"{start.revision}:{target.revision}"
     if sql:
         if server_version_num is not None:
             from argparse import Namespace

@@ -87,3 +87,22 @@ def test_db_status_of_an_unreachable_external_server_says_stopped(runner):
     result = _invoke(runner, "--dsn", dsn, "db", "status", code=1)
     assert "server: stopped" in result.stderr and "unreachable" in result.stderr
     assert json.loads(_invoke(runner, "--dsn", dsn, "db", "status", "--json", code=1).stdout)["server"]["running"] is False
+
+
+def test_db_upgrade_sql_prints_the_delta_from_the_databases_revision(runner, empty_dsn):
+    migrate.upgrade(empty_dsn, "0019_where_users_run")
+    delta = _invoke(runner, "--dsn", empty_dsn, "db", "upgrade", "--sql")
+    assert "the database is at revision 0019_where_users_run" in " ".join(delta.stderr.split())
+    assert "CREATE TABLE dna.dna_search_docs_384" not in delta.stdout      # 0001's DDL is not repeated
+    assert "-- Running upgrade 0019_where_users_run -> 0020_real_use" in delta.stdout
+    assert "Running upgrade 0018" not in delta.stdout
+    assert f"version_num='{migrate.head()}'" in delta.stdout
+    whole = _invoke(runner, "db", "upgrade", "--sql").stdout                # no database: from empty
+    assert "CREATE TABLE dna.dna_search_docs_384" in whole and len(delta.stdout) < len(whole) / 5
+    named = _invoke(runner, "db", "upgrade", "--sql", "--from", "0019_where_users_run").stdout
+    assert named == delta.stdout
+    migrate.upgrade(empty_dsn, "head")
+    done = _invoke(runner, "--dsn", empty_dsn, "db", "upgrade", "--sql")
+    assert f"schema dna is at revision {migrate.head()}: nothing to upgrade" in done.stdout
+    bad = _invoke(runner, "db", "upgrade", "--sql", "--from", "0099_nothing", code=1)
+    assert "0099_nothing" in bad.stderr
