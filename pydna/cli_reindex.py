@@ -1,4 +1,4 @@
-"""``dna reindex --model <model_id> --scope <scope>``: embed exactly what a model lacks (pydna.reindex)."""
+"""``dna reindex --model <model_id> --scope <scope>``: embed exactly what a model lacks, memories and documents (pydna.reindex)."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -14,7 +14,8 @@ def reindex(
     scope: Annotated[str, typer.Option("--scope", help="The scope to re-embed.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Embed the memories of SCOPE that MODEL has no vector for (dna.reconcile ... 'reembed'), and write them."""
+    """Embed the memories and documents of SCOPE that MODEL has no vector for (dna.reconcile ... 'reembed'),
+    and write them (a document with all its passages and its metadata)."""
     import psycopg
 
     from pydna.embeddings.select import provider_for_model
@@ -29,4 +30,5 @@ def reindex(
     if as_json:
         echo_json(result)
     else:
-        typer.echo(f"{result['written']} of {result['to_embed']} memories of {scope} embedded under {model}")
+        typer.echo(f"{result['written']} of {result['to_embed']} memories and {result['documents']} documents "
+                   f"({result['passages']} passages) of {scope} embedded under {model}")

@@ -246,7 +246,9 @@ BEGIN
           AND NOT EXISTS (SELECT 1 FROM unnest(vec_kinds, vec_names, vec_tenants) AS v(kind, name, tenant)
                           WHERE v.kind = i.kind AND v.name = i.name AND v.tenant = i.tenant);
         RETURN jsonb_build_object('scope', scope, 'action', action, 'model_id', model_id,
-                                  'count', jsonb_array_length(todo), 'to_embed', todo);
+                                  'count', jsonb_array_length(todo), 'to_embed', todo,
+                                  'documents_to_embed', dna.reembed_documents(scope, model_id, memory_kinds,
+                                                                              vec_kinds, vec_names, vec_tenants));
     END IF;
     -- rebuild_lexical: the BM25 state of drifted rows derived again from their tsvectors, orphans
     -- removed, validity mirrors copied from the records.
@@ -300,9 +302,57 @@ COMMENT ON FUNCTION dna.reconcile(text, text, text) IS
 'nothing written); rebuild_lexical (the BM25 state of every drifted search row derived again from its '
 'tsvector — removed, then forward row, document and memtable postings added — BM25 documents without a '
 'search row removed, and memory search rows given their record''s valid_at; returns {repaired: {lexical, '
-'validity}, after: the full check}); reembed (model_id required: the memory records lacking a row or a '
-'vector under model_id, [{kind, name, tenant, text, title}], for the client to embed and write with '
-'dna.index_document: dna reindex --model). History is reported, never rewritten. Errors: 22023.';
+'validity}, after: the full check}); reembed (model_id required: to_embed, the memory records lacking a '
+'row or a vector under model_id, [{kind, name, tenant, text, title}], for the client to embed and write with '
+'dna.index_document; documents_to_embed, the documents with no vector under model_id as another model_id '
+'holds them, passages and metadata (dna.reembed_documents), for the client to embed title + body per passage '
+'and write as Client.index does: dna reindex --model). History is reported, never rewritten. Errors: 22023.';
+
+CREATE OR REPLACE FUNCTION dna.reembed_documents(scope text, model_id text, memory_kinds text[],
+                                                 vec_kinds text[], vec_names text[], vec_tenants text[])
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    w integer;
+    found jsonb := '[]'::jsonb;
+    part jsonb;
+BEGIN
+    -- Each document (a search row of a Kind that is not a memory Kind) with no vector under model_id,
+    -- as another model_id holds it: every passage with its text and span, and the document's metadata.
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format($q$
+            SELECT coalesce(jsonb_agg(d.doc), '[]'::jsonb) FROM (
+                SELECT jsonb_build_object(
+                           'kind', s.kind, 'name', s.name, 'tenant', s.tenant, 'source_model_id', s.model_id,
+                           'metadata', (array_agg(s.metadata ORDER BY s.passage))[1],
+                           'passages', jsonb_agg(jsonb_build_object(
+                               'passage', s.passage, 'title', s.title, 'body', s.body, 'snippet', s.snippet,
+                               'heading', s.heading, 'char_start', s.char_start, 'char_end', s.char_end)
+                               ORDER BY s.passage)) AS doc
+                FROM dna.%I AS s
+                WHERE s.scope = $1 AND s.model_id <> $2 AND NOT (s.kind = ANY ($3))
+                  AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[], $6::text[]) AS v(kind, name, tenant)
+                                  WHERE v.kind = s.kind AND v.name = s.name AND v.tenant = s.tenant)
+                GROUP BY s.kind, s.name, s.tenant, s.model_id) AS d
+            $q$, 'dna_search_docs_' || w)
+            INTO part USING scope, model_id, memory_kinds, vec_kinds, vec_names, vec_tenants;
+        found := found || part;
+    END LOOP;
+    -- A document held under several other model_ids is listed once: from the first of them by name.
+    RETURN (SELECT coalesce(jsonb_agg(x.d ORDER BY x.d ->> 'kind', x.d ->> 'name', x.d ->> 'tenant'), '[]'::jsonb)
+            FROM (SELECT DISTINCT ON (e ->> 'kind', e ->> 'name', e ->> 'tenant') e AS d
+                  FROM jsonb_array_elements(found) AS e
+                  ORDER BY e ->> 'kind', e ->> 'name', e ->> 'tenant', e ->> 'source_model_id') AS x);
+END
+$$;
+
+COMMENT ON FUNCTION dna.reembed_documents(text, text, text[], text[], text[], text[]) IS
+'Internal (dna.reconcile reembed): the documents of scope (Kinds not in memory_kinds) with no vector under '
+'model_id (vec_kinds/names/tenants: what has one), each as another model_id holds it: [{kind, name, tenant, '
+'source_model_id, metadata, passages: [{passage, title, body, snippet, heading, char_start, char_end}]}], '
+'ordered by kind, name, tenant; a document under several model_ids comes from the first by name.';
 
 CREATE OR REPLACE FUNCTION dna.integrity_vectors(scope text, model_id text)
 RETURNS TABLE (kind text, name text, tenant text)

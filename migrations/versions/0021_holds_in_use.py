@@ -14,6 +14,11 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 What changed
 ------------
 (each topic appends its paragraph here)
+
+reindex_documents (memory_integrity.sql): ``dna.reconcile(scope, 'reembed', model_id)`` also returns
+``documents_to_embed``, the documents with no vector under model_id as another model_id holds them
+(every passage with its text, heading and span, and the document's metadata; new
+``dna.reembed_documents``), so that ``dna reindex --model`` covers documents as well as memories.
 """
 import sys
 from pathlib import Path
@@ -57,7 +62,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("memory_integrity.sql",)
 
 
 def changed_files() -> list[str]:
