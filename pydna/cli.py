@@ -32,6 +32,7 @@ from typer.core import TyperGroup
 
 from pydna.cli_common import ENV_DSN, CliError, CliState, cli_state, describe_error, print_error  # noqa: F401
 from pydna.cli_db import db_app
+from pydna.cli_keys import keys_app
 from pydna.cli_index import index, markdown_snippet, markdown_title  # noqa: F401  (re-exported)
 from pydna.cli_search import recall, replay, scopes
 from pydna.cli_reindex import reindex
@@ -121,6 +122,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals hold DSNs (passwords)
 )
 app.add_typer(db_app, name="db")
+app.add_typer(keys_app, name="keys")
 
 
 @app.callback()
