@@ -34,6 +34,15 @@ OVERLAP_TOKENS = 32
 #: (English prose under WordPiece runs at about 4-5).
 CHARS_PER_TOKEN = 4
 
+
+def splitter_fingerprint() -> str:
+    """What decides how a text is cut, besides the text and the embedder's tokenizer (which the
+    model_id names): this module's sizes and the splitting library's version. ``dna index`` puts it
+    in each input's digest, so that another splitter re-splits what it would cut otherwise."""
+    from importlib.metadata import version
+
+    return f"semantic-text-splitter {version('semantic-text-splitter')}; tokens {MIN_TOKENS}-{MAX_TOKENS}/{OVERLAP_TOKENS}"
+
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
 RST_SUFFIXES = frozenset({".rst", ".rest"})
 

@@ -412,6 +412,102 @@ COMMENT ON FUNCTION dna.source_conflicts(text, text[], text[], text[], text[]) I
 'them replaces the documents of the other source: `dna index` warns before it does (and --name-prefix '
 'keeps both). Read-only.';
 
+-- What a document's source held when it was last written (dna_document_sources.digests, revision
+-- 0021_holds_in_use): `dna index` asks which inputs are unchanged before it splits them into passages.
+
+CREATE OR REPLACE FUNCTION dna.unchanged_sources(scope text, model_id text, kinds text[], names text[],
+                                                 tenants text[], digests text[])
+RETURNS TABLE (ord integer, passages integer)
+LANGUAGE plpgsql STABLE
+SET jit = off                -- many short statements: compiling them would cost more than running them
+AS $$
+#variable_conflict use_variable
+DECLARE
+    r record;
+    tbl regclass;
+    n integer;
+BEGIN
+    scope := dna.check_scope(scope);
+    IF cardinality(kinds) IS DISTINCT FROM cardinality(names) OR cardinality(kinds) IS DISTINCT FROM cardinality(tenants)
+       OR cardinality(kinds) IS DISTINCT FROM cardinality(digests) THEN
+        RAISE EXCEPTION 'kinds, names, tenants and digests must be arrays of one length (got %, %, %, %)',
+            cardinality(kinds), cardinality(names), cardinality(tenants), cardinality(digests) USING ERRCODE = '22023';
+    END IF;
+    IF model_id IS NULL OR NOT EXISTS (SELECT 1 FROM dna.dna_models AS m WHERE m.model_id = model_id) THEN
+        RETURN;                                          -- a model never written here: nothing is unchanged
+    END IF;
+    tbl := dna.search_table(dna.model_dims(model_id));
+    -- PL/pgSQL, one statement per candidate for the existence check: Citus plans no SQL set-returning
+    -- function over dna_* tables in a parameterized query (sql/tenancy.sql, "Citus rules").
+    FOR r IN SELECT x.ord::integer AS i, x.kind, x.name, coalesce(x.tenant, '') AS tenant
+             FROM unnest(kinds, names, tenants, digests) WITH ORDINALITY AS x(kind, name, tenant, digest, ord)
+             JOIN dna.dna_document_sources AS s
+               ON s.scope = unchanged_sources.scope AND s.kind = x.kind AND s.name = x.name
+              AND s.tenant = coalesce(x.tenant, '')
+             WHERE x.digest IS NOT NULL AND s.digests ->> model_id = x.digest
+             ORDER BY x.ord LOOP
+        EXECUTE format('SELECT count(*) FROM %s AS t WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 '
+                       'AND t.tenant = $4 AND t.model_id = $5', tbl)
+            INTO n USING scope, r.kind, r.name, r.tenant, model_id;
+        IF n > 0 THEN
+            ord := r.i; passages := n;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION dna.unchanged_sources(text, text, text[], text[], text[], text[]) IS
+'(ord, passages): the 1-based positions of the inputs (parallel arrays kinds, names, tenants, digests), with '
+'the rows their document has, whose digest is the '
+'one recorded for model_id when the document was last written from its source (dna_document_sources.digests, '
+'dna.record_source_digests) and whose document still stands under model_id: `dna index` skips them before '
+'splitting them into passages (a digest is the client''s sha256 of everything that decides the rows: text, '
+'title, format, metadata, passages on/off, the splitter''s version). Read-only; rows the caller cannot see '
+'are never unchanged. Errors: 22023 (arrays of different lengths, bad scope).';
+
+CREATE OR REPLACE FUNCTION dna.record_source_digests(scope text, model_id text, kinds text[], names text[],
+                                                     tenants text[], sources text[], digests text[])
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    scope := dna.check_scope(scope);
+    PERFORM dna.check_key('model_id', model_id, 200);
+    IF cardinality(kinds) IS DISTINCT FROM cardinality(names) OR cardinality(kinds) IS DISTINCT FROM cardinality(tenants)
+       OR cardinality(kinds) IS DISTINCT FROM cardinality(sources) OR cardinality(kinds) IS DISTINCT FROM cardinality(digests) THEN
+        RAISE EXCEPTION 'kinds, names, tenants, sources and digests must be arrays of one length (got %, %, %, %, %)',
+            cardinality(kinds), cardinality(names), cardinality(tenants), cardinality(sources), cardinality(digests)
+            USING ERRCODE = '22023';
+    END IF;
+    -- Another source, or another digest under this model: the digests of the other models are kept
+    -- only while the source is the same.
+    INSERT INTO dna.dna_document_sources AS s (scope, kind, name, tenant, source, digests)
+    SELECT DISTINCT ON (x.kind, x.name, coalesce(x.tenant, ''))
+           scope, x.kind, x.name, coalesce(x.tenant, ''), x.source, jsonb_build_object(model_id, x.digest)
+    FROM unnest(kinds, names, tenants, sources, digests) AS x(kind, name, tenant, source, digest)
+    WHERE x.source IS NOT NULL AND x.digest IS NOT NULL
+    ORDER BY x.kind, x.name, coalesce(x.tenant, '')
+    ON CONFLICT ON CONSTRAINT dna_document_sources_pkey DO UPDATE
+        SET source = excluded.source, recorded_at = excluded.recorded_at,
+            digests = CASE WHEN s.source = excluded.source THEN s.digests || excluded.digests ELSE excluded.digests END
+    WHERE s.source IS DISTINCT FROM excluded.source OR s.digests -> model_id IS DISTINCT FROM excluded.digests -> model_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION dna.record_source_digests(text, text, text[], text[], text[], text[], text[]) IS
+'Records where documents were written from and their digest under model_id (parallel arrays; one row per '
+'(kind, name, tenant) in dna_document_sources: source, digests = {model_id: digest, ...}); `dna index` '
+'calls it after writing. Another source replaces the row and its digests; the same source keeps the digests '
+'of the other model_ids. NULL sources or digests are skipped. Returns the rows written. Read by '
+'dna.unchanged_sources and dna.source_conflicts. Errors: 22023 (arrays of different lengths, bad scope or '
+'model_id).';
+
 -- ---------------------------------------------------------------------------------------------
 -- Text bounds (revision 0016_answers_and_bounds)
 -- ---------------------------------------------------------------------------------------------

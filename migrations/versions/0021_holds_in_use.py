@@ -19,6 +19,11 @@ reindex_documents (memory_integrity.sql): ``dna.reconcile(scope, 'reembed', mode
 ``documents_to_embed``, the documents with no vector under model_id as another model_id holds them
 (every passage with its text, heading and span, and the document's metadata; new
 ``dna.reembed_documents``), so that ``dna reindex --model`` covers documents as well as memories.
+
+index_digests (catalog.sql; before_/undo_index_digests.sql): ``dna_document_sources`` gains ``digests``
+(jsonb, ``{model_id: digest}``, ``{}`` for the rows already there); ``dna.record_source_digests``
+records them after ``dna index`` writes, ``dna.unchanged_sources`` says which inputs are unchanged
+before they are split into passages. The downgrade drops the column and both functions.
 """
 import sys
 from pathlib import Path
@@ -62,7 +67,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("memory_integrity.sql",)
+CHANGED: tuple[str, ...] = ("catalog.sql", "memory_integrity.sql")
 
 
 def changed_files() -> list[str]:
