@@ -253,7 +253,7 @@ class IndexInputs:
     keys: list[tuple[str, str, str, str]] = field(default_factory=list)
     count: int = 0
     stats: dict[str, Any] = field(default_factory=lambda: {
-        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "skipped_empty": [], "skipped_bad": [],
+        "files": 0, "jsonl_files": 0, "jsonl_records": 0, "chars": 0, "skipped_empty": [], "skipped_bad": [],
         "skipped_jsonl": [], "skipped_other": []})
 
     def records(self) -> Iterator["Record"]:
@@ -309,6 +309,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
         seen[key] = where
         inputs.keys.append((*key, str(source.resolve())))
         inputs.count += 1
+        stats["chars"] += len(record.body) + len(record.title or "")
 
     def bad(exc: BadFile) -> None:
         _warn_bad(exc)
@@ -403,13 +404,40 @@ def skipped_counts(stats: dict[str, Any]) -> str:
     return text
 
 
-def _progress_bar() -> "Progress":
-    """A transient progress bar on stderr (documents done / total, elapsed): stdout stays the
-    command's output (JSON under ``--json``); without a terminal rich draws nothing."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+#: Characters per passage for the first estimate of a run's passages (before any document is done).
+CHARS_PER_PASSAGE = 700
 
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=stderr(), transient=True)
+
+def _progress_bar() -> "Progress":
+    """A transient progress bar on stderr: passages done / (estimated) total, passages per second,
+    time left and elapsed. stdout stays the command's output (JSON under ``--json``); without a
+    terminal rich draws nothing."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("passages · {task.fields[rate]}/s"), TimeRemainingColumn(), TimeElapsedColumn(),
+                    console=stderr(), transient=True)
+
+
+class PassageCount:
+    """The bar's count: passages done, the total estimated from the characters to index at first, then
+    from the passages per document done so far (``documents`` of ``count`` done)."""
+
+    def __init__(self, bar: "Progress", count: int, chars: int):
+        self.bar, self.count, self.passages, self.documents = bar, count, 0, 0
+        self.task = bar.add_task("indexing", total=max(count, chars // CHARS_PER_PASSAGE), rate="–")
+
+    def add(self, passages: int = 0, documents: int = 0) -> None:
+        self.passages += passages
+        self.documents += documents
+        task = self.bar.tasks[self.task]
+        total = task.total
+        if self.documents:
+            total = round(self.passages * self.count / self.documents) if self.documents < self.count else self.passages
+        speed = task.finished_speed or task.speed
+        self.bar.update(self.task, advance=passages, total=max(total, self.passages),
+                        rate=f"{speed:.0f}" if speed else "–")
 
 
 def index(
@@ -461,7 +489,7 @@ def index(
 
     def progress(done: int, _total) -> None:
         nonlocal written
-        bar.advance(task, done - written)
+        counter.add(documents=done - written)
         written = done
 
     try:
@@ -472,10 +500,11 @@ def index(
                                     {(k[0], k[1], k[2]): k[3] for k in inputs.keys})
         try:
             with _progress_bar() as bar:
-                task = bar.add_task("indexing", total=inputs.count)
-                fresh = unchanged(inputs.records(), on_skip=lambda n: bar.advance(task, n))
+                counter = PassageCount(bar, inputs.count, stats["chars"])
+                fresh = unchanged(inputs.records(), on_skip=lambda rows: counter.add(rows, 1))
                 report = client.index(scope, fresh, batch_size=batch_size, progress=progress,
-                                      passages=passages, compact=False)   # compacted below, errors reported
+                                      passages=passages, compact=False,   # compacted below, errors reported
+                                      on_passages=counter.add)
         except KeyboardInterrupt:
             record_sources(client.conn, scope, unchanged.done_keys(written))
             unchanged.record(written)
@@ -623,7 +652,7 @@ class UnchangedFilter:
                 self.unchanged.append(record)
                 self.rows += same[i]
                 if on_skip:
-                    on_skip(1)
+                    on_skip(same[i])
                 continue
             self.streamed.append(record)
             yield record
