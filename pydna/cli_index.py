@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional
 
 import typer
 from rich.markup import escape
@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 
     from pydna.client import Record
 
-#: Suffixes picked up when walking a directory.
-TEXT_SUFFIXES = (".md", ".markdown", ".txt")
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+#: Suffixes picked up when walking a directory (Markdown, reStructuredText, plain text).
+TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".rst", ".rest", ".txt")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
+RST_SUFFIXES = (".rst", ".rest")
+#: ``--format``: ``auto`` reads a file's suffix, then (``.txt``, none) its content (``sniff_format``).
+FORMATS = ("auto", "markdown", "rst", "text")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 #: The server's per-document limit (dna.index_document); checked up front so bad input writes nothing.
 MAX_DOCUMENT_BYTES = 1_000_000
@@ -136,10 +139,44 @@ def sniff_text(path: Path, probe: int = 8192) -> bool:
     return True
 
 
-def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool = False) -> "Record | None":
+def file_format(path: Path, text: str, fmt: str = "auto") -> str:
+    """How a file is cut and titled: ``fmt`` when it is not ``auto``; else by suffix (Markdown, RST),
+    else by content (``pydna.passages.sniff_format``: a Sphinx ``.txt`` is RST)."""
+    from pydna.passages import sniff_format
+
+    if fmt != "auto":
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in RST_SUFFIXES:
+        return "rst"
+    return sniff_format(text)
+
+
+_RST_ADORNMENT_LINE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+
+
+def rst_snippet(text: str, length: int = 240) -> str | None:
+    """A display snippet of an RST text: without its first title and adornment lines, directive
+    lines (``.. code-block:: python``), labels and comments, roles as their text; at most ``length``."""
+    from pydna.passages import plain_markup, rst_headings
+
+    heads = rst_headings(text[:20000])
+    lines = text[heads[0].start:].splitlines()[1:] if heads else text.splitlines()
+    kept = [line for line in lines if not _RST_ADORNMENT_LINE.match(line.strip() or "x")
+            and not line.lstrip().startswith("..")]
+    rest = " ".join(plain_markup(" ".join(kept)).split())
+    return rest[:length] or None
+
+
+def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool = False,
+                 fmt: str = "auto") -> "Record | None":
     """The record of one text file; an empty file is an error when named, None (skipped) when
-    found by walking a directory (``skip_empty``)."""
+    found by walking a directory (``skip_empty``). ``fmt``: see :func:`file_format`; the title is the
+    document's first heading (Markdown, RST), else the file's stem."""
     from pydna.client import Record
+    from pydna.passages import plain_markup, rst_title
 
     text = _read_text(path)
     if not text.strip():
@@ -147,12 +184,17 @@ def _file_record(path: Path, name: str, kind: str, tenant: str, skip_empty: bool
             return None
         raise CliError(f"{path}: empty document (no text to index)")
     title = snippet = None
-    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+    cut = file_format(path, text, fmt)
+    if cut == "markdown":
         title, snippet = markdown_title(text), markdown_snippet(text)
-    return Record(kind=kind, name=name, body=text, title=title or path.stem, tenant=tenant, snippet=snippet)
+    elif cut == "rst":
+        title, snippet = rst_title(text), rst_snippet(text)
+        title = plain_markup(title) if title else title
+    return Record(kind=kind, name=name, body=text, title=title or path.stem, tenant=tenant, snippet=snippet,
+                  format=cut)
 
 
-def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record", str]]:
+def _jsonl_records(path: Path, kind: str, tenant: str, fmt: str = "auto") -> Iterator[tuple["Record", str]]:
     from pydna.client import Record, record_metadata
 
     text = _read_text(path)
@@ -191,15 +233,31 @@ def _jsonl_records(path: Path, kind: str, tenant: str) -> Iterator[tuple["Record
             raise CliError(f"{where}: {exc}") from None
         yield Record(kind=fields["kind"] or kind, name=str(name), body=body or "", title=fields["title"],
                      tenant=fields["tenant"] if fields["tenant"] is not None else tenant,
-                     snippet=fields["snippet"], format=fields["format"], metadata=metadata), where
+                     snippet=fields["snippet"], format=fields["format"] or (None if fmt == "auto" else fmt),
+                     metadata=metadata), where
 
 
-def _walk(directory: Path) -> tuple[list[Path], list[Path], list[Path]]:
+def glob_match(rel: str, pattern: str) -> bool:
+    """Whether a path relative to the folder given (``ref/models/querysets.txt``) matches ``pattern``:
+    as a whole (``ref/*``, ``**/*.txt``; ``*`` crosses folders, as fnmatch does), or by its file name
+    alone when the pattern has no ``/`` (``*.rst``, ``README``)."""
+    from fnmatch import fnmatchcase
+
+    pattern = pattern.removeprefix("./")
+    if "/" not in pattern:
+        return fnmatchcase(rel.rsplit("/", 1)[-1], pattern) or fnmatchcase(rel, pattern)
+    return fnmatchcase(rel, pattern) or (pattern.startswith("**/") and fnmatchcase(rel, pattern[3:]))
+
+
+def _walk(directory: Path, include: list[str] | None = None,
+          exclude: list[str] | None = None) -> tuple[list[Path], list[Path], list[Path]]:
     """The files under ``directory``, recursively, sorted, in three lists: the text files indexed
-    (``*.md``, ``*.markdown``, ``*.txt``, and files without a suffix that look like text,
-    :func:`sniff_text`: ``README``, ``LICENSE``); the JSONL files (read as records only when named:
-    a dataset folder holds queries and judgements beside its corpus); every other file (another
-    suffix, or no suffix and not text). Hidden files and folders are left out of all three."""
+    (Markdown, RST and ``*.txt`` files, :data:`TEXT_SUFFIXES`, and files without a suffix that look
+    like text, :func:`sniff_text`: ``README``, ``LICENSE``); the JSONL files (read as records only when
+    named: a dataset folder holds queries and judgements beside its corpus); every other file (another
+    suffix, or no suffix and not text). Hidden files and folders are left out of all three.
+    ``include`` (globs, :func:`glob_match`): only matching files, a text file of any suffix among
+    them; ``exclude``: matching files are left out (exclude wins)."""
     found, jsonl, other = [], [], []
     for p in directory.rglob("*"):
         rel = p.relative_to(directory)
@@ -207,8 +265,13 @@ def _walk(directory: Path) -> tuple[list[Path], list[Path], list[Path]]:
             continue
         if not p.is_file():
             continue
+        posix = rel.as_posix()
+        if exclude and any(glob_match(posix, g) for g in exclude):
+            continue
+        if include and not any(glob_match(posix, g) for g in include):
+            continue
         suffix = p.suffix.lower()
-        if suffix in TEXT_SUFFIXES or (not p.suffix and sniff_text(p)):
+        if suffix in TEXT_SUFFIXES or ((not p.suffix or include) and suffix not in JSONL_SUFFIXES and sniff_text(p)):
             found.append(p)
         elif suffix in JSONL_SUFFIXES:
             jsonl.append(p)
@@ -249,6 +312,7 @@ class IndexInputs:
     kind: str
     tenant: str
     name_prefix: str = ""
+    fmt: str = "auto"
     sources: list[tuple[Path, str | None]] = field(default_factory=list)
     keys: list[tuple[str, str, str, str]] = field(default_factory=list)
     count: int = 0
@@ -261,10 +325,11 @@ class IndexInputs:
         for path, name in self.sources:
             try:
                 if name is None:
-                    for record, _ in _jsonl_records(path, self.kind, self.tenant):
+                    for record, _ in _jsonl_records(path, self.kind, self.tenant, self.fmt):
                         yield _prefixed(record, self.name_prefix)
                 else:
-                    record = _file_record(path, self.name_prefix + name, self.kind, self.tenant, skip_empty=True)
+                    record = _file_record(path, self.name_prefix + name, self.kind, self.tenant, skip_empty=True,
+                                          fmt=self.fmt)
                     if record is not None:
                         yield record
             except BadFile as exc:
@@ -280,7 +345,8 @@ def _warn_bad(exc: BadFile) -> None:
 
 
 def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str = "",
-                    scope: str | None = None) -> IndexInputs:
+                    scope: str | None = None, fmt: str = "auto", include: list[str] | None = None,
+                    exclude: list[str] | None = None) -> IndexInputs:
     """Read and check every input before anything is written; returns the ``IndexInputs`` to
     stream (``.records()``, ``.count``, ``.stats``). A file that is not text (not UTF-8, a NUL
     byte, unreadable) is skipped with a warning naming it (``stats["skipped_bad"]``), an empty file
@@ -291,7 +357,9 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
     for a missing path, an invalid JSONL line (with its line number), an empty named file, a
     document above the server's size limit, two inputs with the same (kind, name, tenant), or
     nothing left to index."""
-    inputs = IndexInputs(kind, tenant, name_prefix)
+    if fmt not in FORMATS:
+        raise CliError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    inputs = IndexInputs(kind, tenant, name_prefix, fmt)
     stats = inputs.stats
     seen: dict[tuple[str, str, str], str] = {}
     named = {p.resolve() for p in paths if p.is_file()}
@@ -334,20 +402,21 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
         if not path.exists():
             raise CliError(f"{path}: no such file or directory")
         if path.is_dir():
-            files, jsonl, other = _walk(path)
+            files, jsonl, other = _walk(path, include, exclude)
             jsonl = [f for f in jsonl if f.resolve() not in named]
             if not files:
                 hint = (f"; its JSONL files are indexed when named: {index_command(jsonl, scope, kind, tenant, name_prefix)}"
                         if jsonl else "")
+                globs = "".join([f" --include {g}" for g in include or []] + [f" --exclude {g}" for g in exclude or []])
                 raise CliError(f"{path}: no text files in this directory ({', '.join('*' + s for s in TEXT_SUFFIXES)}, "
-                               f"or without a suffix){hint}")
+                               f"or without a suffix{', with' + globs if globs else ''}){hint}")
             skipped_elsewhere(path, jsonl, other)
             found = 0
             bad_before = len(stats["skipped_bad"])
             for f in files:
                 name = name_prefix + f.relative_to(path).as_posix()
                 try:
-                    record = _file_record(f, name, kind, tenant, skip_empty=True)
+                    record = _file_record(f, name, kind, tenant, skip_empty=True, fmt=fmt)
                 except BadFile as exc:
                     bad(exc)
                     continue
@@ -363,7 +432,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
         elif path.suffix.lower() in JSONL_SUFFIXES:
             before = inputs.count
             try:
-                for record, where in _jsonl_records(path, kind, tenant):
+                for record, where in _jsonl_records(path, kind, tenant, fmt):
                     check(_prefixed(record, name_prefix), where, path)
             except BadFile as exc:
                 bad(exc)
@@ -375,7 +444,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
             stats["jsonl_records"] += inputs.count - before
         elif path.is_file():
             try:
-                record = _file_record(path, name_prefix + path.name, kind, tenant)
+                record = _file_record(path, name_prefix + path.name, kind, tenant, fmt=fmt)
             except BadFile as exc:
                 bad(exc)
                 continue
@@ -443,7 +512,7 @@ class PassageCount:
 def index(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(
-        help="Markdown/text files, directories (recursive over *.md, *.markdown, *.txt and text files "
+        help="Markdown/RST/text files, directories (recursive over *.md, *.markdown, *.rst, *.txt and text files "
              "without a suffix, e.g. README; the JSONL and other files in them are named in a warning, "
              "not read) and JSONL files named here (one record per line: name or _id; body or "
              "text and/or title; optional kind, tenant, snippet, format).",
@@ -466,6 +535,17 @@ def index(
                                    "plain text at paragraphs): each searched on its own, a hit shows the "
                                    "part that answers. --whole: one row per document (the embedder reads "
                                    "its first 256 tokens).")] = True,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="How to cut and title files: auto (by suffix, then by content: a Sphinx .txt is "
+                         "reStructuredText), markdown, rst or text; JSONL records without a format get it too.",
+        show_default=True)] = "auto",
+    include: Annotated[Optional[List[str]], typer.Option(
+        "--include", help="In directories, only files matching this glob (repeatable; a name glob such as "
+                          "'*.rst', or a path relative to the folder such as 'ref/*'; then any text file).",
+        show_default=False)] = None,
+    exclude: Annotated[Optional[List[str]], typer.Option(
+        "--exclude", help="In directories, leave out files matching this glob (repeatable; wins over --include; "
+                          "e.g. 'releases/*').", show_default=False)] = None,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
@@ -482,7 +562,7 @@ def index(
     """
     from pydna import maintenance
 
-    inputs = collect_records(paths, kind, tenant, name_prefix, scope=scope)
+    inputs = collect_records(paths, kind, tenant, name_prefix, scope=scope, fmt=fmt, include=include, exclude=exclude)
     stats = inputs.stats
     client, choice = open_client(ctx, embedder, scope=scope)
     written = 0

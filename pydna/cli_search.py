@@ -191,7 +191,9 @@ def _hit_text(h) -> str:
     shown = {" ".join(x.split()) for x in (h.title, *(getattr(h, "heading", None) or "").split(" > ")) if x}
     while len(lines) > 1 and (_HEADING.match(lines[0]) or " ".join(_MARK.sub(r"\1", lines[0]).split()) in shown):
         lines.pop(0)                                      # the head line names the title and heading already
-    return " ".join(" ".join(lines).split())
+    from pydna.passages import plain_markup
+
+    return " ".join(plain_markup(" ".join(lines)).split())   # RST roles, adornments, directives as prose
 
 
 def _marked(line: str) -> Text:

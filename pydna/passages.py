@@ -59,6 +59,54 @@ class Passage:
     heading: str | None
 
 
+_RST_DIRECTIVE = re.compile(r"^\.\. [A-Za-z][\w:-]*::", re.M)
+_RST_ROLE = re.compile(r":[a-z][\w:+-]*:`[^`]+`")
+_RST_LITERAL_INTRO = re.compile(r"\S::[ \t]*$", re.M)
+_MD_FENCE = re.compile(r"^ {0,3}```", re.M)          # not ~~~: an RST underline too
+_MD_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+\S", re.M)
+_MD_LINK = re.compile(r"\]\([^)\s]+\)")
+
+
+def sniff_format(text: str, probe: int = 20000) -> str:
+    """``"rst"``, ``"markdown"`` or ``"text"`` from what the first ``probe`` characters hold: RST's
+    directives (``.. code-block::``, 2 each), roles (``:ref:`x```) and ``::`` literal intros against
+    Markdown's ATX headings and code fences (2 each) and links; the side with at least 2 and more wins;
+    with neither, underlined section titles alone read as RST (Markdown's setext titles cut the same
+    way), else plain text. For files whose suffix says nothing (``.txt``, none): Sphinx doc sets are
+    ``.txt`` files of RST."""
+    head = text[:probe]
+    adorned = rst_headings(head)
+    rst = 2 * len(_RST_DIRECTIVE.findall(head)) + len(_RST_ROLE.findall(head)) + len(_RST_LITERAL_INTRO.findall(head))
+    markdown = 2 * len(_MD_ATX.findall(head)) + 2 * len(_MD_FENCE.findall(head)) + len(_MD_LINK.findall(head))
+    if rst >= 2 and rst > markdown:
+        return "rst"
+    if markdown >= 2 and markdown > rst:
+        return "markdown"
+    if adorned and not markdown:
+        return "rst"                                     # titles underlined, nothing else: RST reads them
+    return "text"
+
+
+_ROLE = re.compile(r":[a-z][\w:+-]*:`(?:([^`<]*?)\s*<[^`>]*>|([^`]*))`")
+_INLINE = re.compile(r"``([^`]+)``")
+_DIRECTIVE_MARK = re.compile(r"(?:^|(?<=\s))\.\. [A-Za-z][\w:-]*::[^\n]*?(?=\s{2,}|\n|$)")
+_ADORNMENT_RUN = re.compile(r"(?:^|(?<=\s))([=\-~^*#+`'\"_.:])\1{3,}(?=\s|$)")
+
+
+def plain_markup(text: str) -> str:
+    """RST inline markup as its text: ``:ref:`Title <label>``` → Title, ``:func:`f``` → f, ````x```` →
+    x; section adornments (``=====``) and directive marks (``.. code-block:: python``) left out. For
+    display: a snippet or highlight reads as prose."""
+    text = _ROLE.sub(lambda m: (m.group(1) or m.group(2) or "").lstrip("~!"), text)
+    return _ADORNMENT_RUN.sub("", _DIRECTIVE_MARK.sub("", _INLINE.sub(r"\1", text)))
+
+
+def rst_title(text: str) -> str | None:
+    """The first section title of a reStructuredText text; None when there is none."""
+    heads = rst_headings(text[:20000])
+    return heads[0].title if heads else None
+
+
 def text_format(name: str) -> str:
     """``"markdown"``, ``"rst"`` or ``"text"``, from a file name's suffix."""
     suffix = PurePath(name).suffix.lower()

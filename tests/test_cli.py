@@ -51,7 +51,7 @@ def corpus(tmp_path):
         "to start the embedded PostgreSQL server.\n", encoding="utf-8")
     (docs / "notes.txt").write_text("Bitemporal memories keep valid time and transaction time apart.\n",
                                     encoding="utf-8")
-    (docs / "ignored.rst").write_text("not picked up by the directory walk\n", encoding="utf-8")
+    (docs / "ignored.html").write_text("<p>not picked up by the directory walk</p>\n", encoding="utf-8")
     (docs / ".hidden").mkdir()
     (docs / ".hidden" / "secret.md").write_text("# hidden\n\nskipped\n", encoding="utf-8")
     jsonl = tmp_path / "facts.jsonl"

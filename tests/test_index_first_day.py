@@ -140,7 +140,7 @@ def test_ctrl_c_says_how_far_it_got_and_a_rerun_resumes(run, tmp_path, dna_dsn, 
 
     monkeypatch.setattr(Client, "_write_batch", interrupt_third)
     result = run("index", d, "--scope", "many", "--batch-size", "2", *FAKE, code=130)
-    assert "interrupted: 4 of 6 written; re-run to resume" in result.stderr
+    assert "interrupted: 4 of 6 written or unchanged; re-run to resume" in result.stderr
     assert len(_names(dna_dsn, "many")) == 4
     monkeypatch.setattr(Client, "_write_batch", real)
     summary = json.loads(run("index", d, "--scope", "many", "--batch-size", "2", *FAKE, "--json").stdout)

@@ -1,0 +1,111 @@
+"""Sphinx-style doc sets (issue 27 item 1): a folder of .rst files is indexed; a .txt of RST (Django's
+docs) is recognised by its content and cut at its section titles, titled by its first title, its hits
+showing the heading path and prose (no `=====`, no `.. code-block::`); `--format` overrides the guess;
+`--include` / `--exclude` choose files by glob. Through the CLI's runner."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pydna.cli import app
+from pydna.passages import plain_markup, sniff_format
+
+FAKE = ["--embedder", "fake"]
+
+CACHE_TXT = """.. _cache:
+
+========================
+Django's cache framework
+========================
+
+A fundamental trade-off in dynamic websites is, well, they're dynamic.
+
+.. _per-view-cache:
+
+The per-view cache
+==================
+
+.. function:: django.views.decorators.cache.cache_page()
+
+A more granular way to use the caching framework is by caching the output of
+individual views. Use :func:`~django.views.decorators.cache.cache_page`::
+
+    from django.views.decorators.cache import cache_page
+
+.. code-block:: python
+
+    @cache_page(60 * 15)
+    def my_view(request): ...
+
+The low-level cache API
+=======================
+
+Sometimes caching an entire rendered page doesn't gain you very much. """ + "More words about keys. " * 120
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path, dna_dsn):
+    monkeypatch.delenv("DNA_DATABASE_URL", raising=False)
+    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
+
+    def invoke(*args, code=0):
+        result = CliRunner().invoke(app, ["--dsn", dna_dsn, *[str(a) for a in args]])
+        assert result.exit_code == code, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}"
+        return result
+    return invoke
+
+
+def _rows(sql, scope):
+    return sql.execute("SELECT name, title, passage, heading FROM dna.dna_search_docs_384 WHERE scope = %s "
+                       "ORDER BY name, passage", (scope,)).fetchall()
+
+
+def test_sniff_format_reads_content():
+    assert sniff_format(CACHE_TXT) == "rst"
+    assert sniff_format("# Title\n\nSome text with a [link](http://x).\n\n```py\nx = 1\n```\n") == "markdown"
+    assert sniff_format("Just a note.\n\nAnother paragraph, nothing else.\n") == "text"
+    assert sniff_format("Title\n=====\n\nplain words\n") == "rst"          # underlined titles alone
+    assert plain_markup("see :ref:`the cache <cache>` and ``on_commit`` ===== .. code-block:: python  x").split() \
+        == "see the cache and on_commit x".split()
+
+
+def test_a_folder_of_rst_and_sphinx_txt_is_cut_at_titles(run, tmp_path, sql):
+    d = tmp_path / "docs"
+    (d / "topics").mkdir(parents=True)
+    (d / "topics" / "cache.txt").write_text(CACHE_TXT, encoding="utf-8")
+    (d / "intro.rst").write_text("Getting started\n===============\n\nInstall it, then run it.\n", encoding="utf-8")
+    summary = json.loads(run("index", d, "--scope", "sphinx", *FAKE, "--json").stdout)
+    assert summary["files"] == 2
+    rows = _rows(sql, "sphinx")
+    assert {r[0]: r[1] for r in rows} == {"intro.rst": "Getting started", "topics/cache.txt": "Django's cache framework"}
+    headings = {r[3] for r in rows if r[0] == "topics/cache.txt"}
+    assert "Django's cache framework > The per-view cache" in headings
+    assert "Django's cache framework > The low-level cache API" in headings
+    shown = run("search", "caching the output of individual views", "--scope", "sphinx", *FAKE, "-k", "3").stdout
+    assert "The per-view cache" in shown
+    assert "=====" not in shown and ".. code-block::" not in shown and ":func:" not in shown
+
+
+def test_format_overrides_the_guess_and_globs_choose_files(run, tmp_path, sql):
+    d = tmp_path / "docs"
+    (d / "releases").mkdir(parents=True)
+    (d / "ref").mkdir()
+    (d / "releases" / "5.0.txt").write_text("Django 5.0 release notes\n========================\n\nNew.\n",
+                                            encoding="utf-8")
+    (d / "ref" / "cache.txt").write_text(CACHE_TXT, encoding="utf-8")
+    (d / "ref" / "notes.text").write_text("Plain notes in an unusual suffix.\n", encoding="utf-8")
+    kept = json.loads(run("index", d, "--scope", "globs", *FAKE, "--exclude", "releases/*", "--json").stdout)
+    assert kept["files"] == 1 and [r[0] for r in _rows(sql, "globs")][0] == "ref/cache.txt"
+    only = json.loads(run("index", d, "--scope", "only", *FAKE, "--include", "*.text", "--json").stdout)
+    assert only["files"] == 1 and {r[0] for r in _rows(sql, "only")} == {"ref/notes.text"}
+    none = run("index", d, "--scope", "none", *FAKE, "--include", "*.rst", code=1)
+    assert "no text files in this directory" in none.stderr and "--include *.rst" in none.stderr
+    plain = json.loads(run("index", d / "ref" / "cache.txt", "--scope", "plain", *FAKE, "--format", "text",
+                           "--json").stdout)
+    assert plain["files"] == 1
+    assert {r[1] for r in _rows(sql, "plain")} == {"cache"}                  # text: titled by the file's stem
+    assert all(r[3] is None for r in _rows(sql, "plain"))                   # and not cut at titles
+    bad = run("index", d, "--scope", "x", *FAKE, "--format", "word", code=1)
+    assert "--format must be one of auto, markdown, rst, text" in bad.stderr
