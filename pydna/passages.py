@@ -35,13 +35,23 @@ OVERLAP_TOKENS = 32
 CHARS_PER_TOKEN = 4
 
 
+#: A line (a run without a line break) longer than this many characters is cut before the splitter
+#: sees it, after its last sentence end (else whitespace) past half this length: the splitter's work
+#: on one line grows with the square of its length (a 1 MB text on one line took ~10 s in characters and
+#: more with a tokenizer, 4x per doubling); cut, it is linear. Windows do not overlap across such a cut.
+#: A text without such a line is split exactly as before.
+LONG_LINE_CHARS = 16_384
+
+
 def splitter_fingerprint() -> str:
     """What decides how a text is cut, besides the text and the embedder's tokenizer (which the
     model_id names): this module's sizes and the splitting library's version. ``dna index`` puts it
     in each input's digest, so that another splitter re-splits what it would cut otherwise."""
     from importlib.metadata import version
 
-    return f"semantic-text-splitter {version('semantic-text-splitter')}; tokens {MIN_TOKENS}-{MAX_TOKENS}/{OVERLAP_TOKENS}"
+    return (f"semantic-text-splitter {version('semantic-text-splitter')}; tokens {MIN_TOKENS}-{MAX_TOKENS}/"
+            f"{OVERLAP_TOKENS}; long lines {LONG_LINE_CHARS}")
+
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
 RST_SUFFIXES = frozenset({".rst", ".rest"})
@@ -170,16 +180,17 @@ class PassageSplitter:
             return [Passage(0, text, 0, len(text), None)]
         if fmt == "markdown":
             heads = markdown_headings(text)
-            chunks = list(self._markdown.chunk_indices(text))
+            chunks = _chunk_indices(self._markdown, text)
         elif fmt == "rst":
             heads = rst_headings(text)
             chunks = [(start + off, ch) for start, body in _sections(text, heads)
-                      for off, ch in self._text.chunk_indices(body)]
+                      for off, ch in _chunk_indices(self._text, body)]
         else:
             heads = []
-            chunks = list(self._text.chunk_indices(text))
+            chunks = _chunk_indices(self._text, text)
         spans = self._merge_small([(off, off + len(ch)) for off, ch in chunks if ch.strip()], text)
-        return [Passage(i, text[a:b], a, b, heading_path(heads, a)) for i, (a, b) in enumerate(spans)]
+        paths = heading_paths(heads, [a for a, _ in spans])
+        return [Passage(i, text[a:b], a, b, path) for i, ((a, b), path) in enumerate(zip(spans, paths))]
 
     def _merge_small(self, spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
         """Joins a window shorter than a quarter of ``min_tokens`` (a heading cut off from its
@@ -193,6 +204,48 @@ class PassageSplitter:
                     continue
             out.append((a, b))
         return out
+
+
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*\s+")
+
+
+def long_line_cuts(text: str, limit: int = LONG_LINE_CHARS) -> list[int]:
+    """Offsets, ascending, that cut every line of ``text`` longer than ``limit`` characters into pieces
+    of at most ``limit``: each after the last sentence end (``.``, ``!``, ``?`` and the CJK ones, then
+    closing quotes or brackets and whitespace) in the second half of the piece, else after its last
+    space or tab, else at ``limit``. ``[]`` when no line is that long. Linear in ``len(text)``."""
+    cuts: list[int] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        end = n if end < 0 else end
+        start = pos
+        while end - start > limit:
+            lo, hi = start + limit // 2, start + limit
+            window = text[lo:hi]
+            last = None
+            for last in _SENTENCE_END.finditer(window):
+                pass
+            if last is not None:
+                cut = lo + last.end()
+            else:
+                space = max(window.rfind(" "), window.rfind("\t"))
+                cut = lo + space + 1 if space >= 0 else hi
+            cuts.append(cut)
+            start = cut
+        pos = end + 1
+    return cuts
+
+
+def _chunk_indices(splitter: Any, text: str) -> list[tuple[int, str]]:
+    """``splitter.chunk_indices(text)`` (character offsets), run on the pieces of ``text`` between
+    :func:`long_line_cuts`, offsets shifted into ``text``: the same answer when no line is longer than
+    ``LONG_LINE_CHARS``, and linear work when one is."""
+    cuts = long_line_cuts(text)
+    if not cuts:
+        return list(splitter.chunk_indices(text))
+    bounds = [0, *cuts, len(text)]
+    return [(a + off, ch) for a, b in zip(bounds, bounds[1:]) for off, ch in splitter.chunk_indices(text[a:b])]
 
 
 @dataclass(frozen=True)
@@ -269,6 +322,22 @@ def _sections(text: str, heads: list[Heading]) -> list[tuple[int, str]]:
     """``text`` cut at each heading's start: (offset, section text) pairs covering all of it."""
     cuts = sorted({0, *(h.start for h in heads)})
     return [(a, text[a:b]) for a, b in zip(cuts, cuts[1:] + [len(text)]) if text[a:b]]
+
+
+def heading_paths(heads: list[Heading], offsets: list[int]) -> list[str | None]:
+    """:func:`heading_path` of each of ``offsets`` (ascending), in one pass over ``heads``."""
+    out: list[str | None] = []
+    path: list[Heading] = []
+    i = 0
+    for offset in offsets:
+        while i < len(heads) and heads[i].start <= offset:
+            h = heads[i]
+            while path and path[-1].level >= h.level:
+                path.pop()
+            path.append(h)
+            i += 1
+        out.append(" > ".join(h.title for h in path) or None)
+    return out
 
 
 def heading_path(heads: list[Heading], offset: int) -> str | None:

@@ -338,13 +338,18 @@ BEGIN
             dense_order := 't.embedding <=> $3';
         END IF;
         -- The lane's candidates, cosine rounded (dna.score_round) so that equal cosines order by key.
+        -- The cut keeps its ties (WITH TIES) and the depth is then taken by key: which of several equal
+        -- cosines the graph or a bounded sort returned first decided it, differently for each depth
+        -- (and so for each k), and pages of different k did not compose (a fuzz of 300 tied documents).
         dense_sql := format(
-            'SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
+            'SELECT c.* FROM (
+             SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
                     row_number() OVER (ORDER BY c.similarity DESC, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
              FROM (SELECT t.kind, t.name, t.tenant, t.passage, dna.score_round(1 - (t.embedding <=> $3)) AS similarity
                    FROM %s AS t
                    WHERE t.embedding IS NOT NULL AND %s
-                   ORDER BY %s LIMIT $4) AS c', tbl, lane_filter, dense_order);
+                   ORDER BY %s FETCH FIRST $4 ROWS WITH TIES) AS c) AS c
+             WHERE c.rnk <= $4', tbl, lane_filter, dense_order);
     ELSE
         dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant, NULL::integer AS passage,
                              NULL::float8 AS similarity, NULL::integer AS rnk WHERE false';
@@ -660,7 +665,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'by score DESC then (kind, name, tenant, passage); the lane depths do not depend on offset, so pages of one size '
 '(and candidates) compose, and pages past the fused candidates are empty. score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '
 'in [-1, 1], lexical_score = BM25 (>= 0), all three rounded to 12 significant digits (dna.score_round) so that '
-'mathematically equal scores tie and order by key; ranks 1-based or NULL when absent from a lane; degraded = true '
+'mathematically equal scores tie and order by key (each lane''s cut at its depth keeps its ties, then takes the depth by key: '
+'over tied documents top k is a prefix of top 2k); ranks 1-based or NULL when absent from a lane; degraded = true '
 'when query_embedding is NULL or the zero vector (lexical only). Relevance floors: min_similarity (cosine in [-1, 1]) '
 'drops dense candidates below it, min_lexical_score (BM25 >= 0) lexical ones, each from its own lane after ranking; '
 'every hit carries floor_removed_dense / floor_removed_lexical (candidates removed; NULL without that floor), and an '

@@ -24,6 +24,11 @@ index_digests (catalog.sql; before_/undo_index_digests.sql): ``dna_document_sour
 (jsonb, ``{model_id: digest}``, ``{}`` for the rows already there); ``dna.record_source_digests``
 records them after ``dna index`` writes, ``dna.unchanged_sources`` says which inputs are unchanged
 before they are split into passages. The downgrade drops the column and both functions.
+
+hard_edges (issue 27 item 8): dna.search's dense lane keeps the ties of its cut (``FETCH FIRST depth ROWS WITH
+TIES``) and takes its depth by key, so equal cosines no longer depend on which of them the graph or a bounded sort
+returned first: pages of any k compose (top k is a prefix of top 2k) over tied documents on every route
+(search.sql).
 """
 import sys
 from pathlib import Path
@@ -67,7 +72,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "memory_integrity.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "search.sql", "memory_integrity.sql")
 
 
 def changed_files() -> list[str]:
