@@ -432,7 +432,7 @@ class Client(ReceiptsMixin):
             step = EMBED_CHUNK if on_passages else len(texts)
             vectors = []
             for start in range(0, len(texts), step):
-                vectors += embed_for(self.embedder, texts[start:start + step], "document")
+                vectors.extend(embed_for(self.embedder, texts[start:start + step], "document"))  # an ndarray: not +=
                 if on_passages:
                     on_passages(len(texts[start:start + step]))
             report.embedded_texts += len(texts)
