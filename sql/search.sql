@@ -479,6 +479,12 @@ BEGIN
                       CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
                       NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
                       NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
+            -- Under a filter the candidates were counted above; the planner may still have answered the lane
+            -- by an exact scan (a small scope: the graph at the lane's ef_search priced above it): say so.
+            IF dense_route LIKE 'hnsw, iterative scan:%' AND plan NOT LIKE '%hnsw%' THEN
+                dense_route := format('exact scan, the planner''s choice (the graph at ef_search %s costs more here): '
+                                      '%s candidates under the filter', current_setting('hnsw.ef_search'), dense_found);
+            END IF;
         END IF;
         answer := jsonb_build_object(
             'k', k, 'offset', "offset", 'model_id', model_id,
