@@ -80,6 +80,7 @@ DECLARE
     lane_exact boolean[] := '{}';
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
     bitmapscan text;                                     -- enable_bitmapscan before it (with past texts)
+    sorting text;                                        -- enable_sort before it
     filter_pred text;                                    -- the filter compiled over t.metadata (dna.filter_sql)
     matching bigint;                                     -- with a filter: rows of the partition it keeps (up to a bound)
     dense_found bigint;                                  -- with a filter: candidates the HNSW lane gave
@@ -426,10 +427,15 @@ BEGIN
     -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
     -- texts the records leaving the lane are one more filter, and the planner read the partition
     -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
-    -- 10,000 memories with 2,000 restated): bitmap scans are off too then.
+    -- 10,000 memories with 2,000 restated): bitmap scans are off too then. Sorts are off too: the graph
+    -- searched at the lane's ef_search (dna.hnsw_ef_search: 400 for k = 10) is priced above a bitmap
+    -- scan and sort of up to ~20,000 rows, which the planner then took (225 ms instead of 50 for
+    -- dna.search at 10,000 memories; the statement's own sorts have no other plan and still run).
     IF NOT degraded AND NOT dense_exact THEN
         seqscan := current_setting('enable_seqscan');
         PERFORM set_config('enable_seqscan', 'off', true);
+        sorting := current_setting('enable_sort');
+        PERFORM set_config('enable_sort', 'off', true);
         IF past_keys IS NOT NULL THEN
             bitmapscan := current_setting('enable_bitmapscan');
             PERFORM set_config('enable_bitmapscan', 'off', true);
@@ -459,6 +465,8 @@ BEGIN
                        LIMIT $4) AS c', tbl, lane_filter);
             PERFORM set_config('enable_seqscan', seqscan, true);
             seqscan := NULL;
+            PERFORM set_config('enable_sort', sorting, true);
+            sorting := NULL;
             IF bitmapscan IS NOT NULL THEN
                 PERFORM set_config('enable_bitmapscan', bitmapscan, true);
                 bitmapscan := NULL;
@@ -611,6 +619,9 @@ BEGIN
     GET DIAGNOSTICS returned = ROW_COUNT;
     IF seqscan IS NOT NULL THEN
         PERFORM set_config('enable_seqscan', seqscan, true);
+    END IF;
+    IF sorting IS NOT NULL THEN
+        PERFORM set_config('enable_sort', sorting, true);
     END IF;
     IF bitmapscan IS NOT NULL THEN
         PERFORM set_config('enable_bitmapscan', bitmapscan, true);
