@@ -19,7 +19,8 @@ Modes (pydna, all in PostgreSQL):
 - ``lexical``      ``dna.search`` without a query embedding: the BM25 lane alone (``degraded``);
 - ``dense-exact``  exact cosine KNN (``ORDER BY embedding <=> q`` with ``enable_indexscan = off``);
 - ``dense-hnsw``   the dense lane as ``dna.search`` runs it (HNSW, iterative scan,
-  ``hnsw.ef_search`` = its candidate depth, max(4k, 100));
+  ``hnsw.ef_search`` = ``dna.hnsw_ef_search(k, depth)``, depth max(4k, 100): 400 at k = 10; the depth
+  itself before revision 0021; the planner may answer a small scope by an exact scan instead);
 - ``hybrid``       ``dna.search`` with the query embedding (BM25 + HNSW) at its defaults (from 0016:
                    the convex fusion, dense_weight 0.4).
 - ``hybrid-rrf``   the same with ``fusion => 'rrf'`` (RRF at its defaults: the default before 0016).
@@ -175,6 +176,13 @@ def pg_runner(conn, model_id: str, mode: str):
     """A function (query_text, query_vector, k) → [(doc, score)] running one mode in one statement."""
     from pgvector import Vector
 
+    # the lane's ef_search: dna.hnsw_ef_search(k, depth) where the schema has it (0021), else the depth
+    has_rule = conn.execute("SELECT to_regprocedure('dna.hnsw_ef_search(integer, integer)') IS NOT NULL").fetchone()[0]
+
+    def ef_search(k: int) -> int:
+        depth = max(4 * k, 100)
+        return min(1000, max(40, 4 * depth, 10 * k)) if has_rule else min(depth, 1000)
+
     def run(text, vec, k):
         if mode == "lexical":
             return conn.execute(SEARCH_SQL, (SCOPE, text, None, model_id, k)).fetchall()
@@ -190,7 +198,7 @@ def pg_runner(conn, model_id: str, mode: str):
                 conn.execute("SET LOCAL enable_indexscan = off")
             else:  # dense-hnsw: the settings dna.search uses for its dense lane
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                             "set_config('hnsw.ef_search', %s, true)", (str(min(max(4 * k, 100), 1000)),))
+                             "set_config('hnsw.ef_search', %s, true)", (str(ef_search(k)),))
             return conn.execute(EXACT_SQL, {"q": Vector(vec), "scope": SCOPE, "model": model_id, "k": k}).fetchall()
 
     return run
@@ -479,7 +487,7 @@ def main(argv=None) -> int:
         table.add_row(name, f"{r['nDCG@10']:.4f}", f"{r['R@100']:.4f}", f"{r['MRR@10']:.4f}",
                       f"{r['nDCG@10 (k=10)']:.4f}", f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}")
     console.print(table)
-    console.print(f"HNSW recall@10 vs exact (default settings, ef_search 100): {hnsw_recall:.4f}")
+    console.print(f"HNSW recall@10 vs exact (default settings, the lane's ef_search): {hnsw_recall:.4f}")
     for label, t in targets.items():
         console.print(f"  {'met ' if t['met'] else 'MISS'} {label}: {t['measured']} (target {t['target']})")
     md = [f"| system | nDCG@10 | R@100 | MRR@10 | nDCG@10 (k=10 call) | p50 ms (k=10) | p95 ms (k=10) |",

@@ -79,7 +79,7 @@ because the machine is shared):
 - queries, the 300 SciFact test claims: ``lexical`` = ``dna.search`` without embedding, ``bm25`` =
   ``dna.bm25`` (budgeted), ``bm25-exact`` = ``dna.bm25(..., exact => true)``, ``dense-hnsw`` = the
   dense lane as ``dna.search`` runs it (as bench/beir.py isolates it: iterative scan, ef_search
-  max(4k, 100)), ``hybrid`` = ``dna.search`` with the query embedding; nDCG@10 and R@100
+  dna.hnsw_ef_search(k, max(4k, 100)), the depth before 0021), ``hybrid`` = ``dna.search`` with the query embedding; nDCG@10 and R@100
   (ir-measures) from depth-100 calls (which are also the warm-up), latency of the k = 10 call over
   ``--passes`` passes (default 3 up to 200k documents, 1 above; p50/p95 over the queries of each
   query's median);
@@ -833,10 +833,15 @@ def pg_modes(conn, model_id: str, search_exact: bool) -> dict:
     def bm25_exact(text, vec, k):
         return conn.execute(bm25_sql, (SCOPE, text, model_id, k, True)).fetchall()
 
+    # the lane's ef_search: dna.hnsw_ef_search(k, depth) where the schema has it (0021), else the depth
+    has_rule = conn.execute("SELECT to_regprocedure('dna.hnsw_ef_search(integer, integer)') IS NOT NULL").fetchone()[0]
+
     def dense(text, vec, k):
+        depth = max(4 * k, 100)
+        ef = min(1000, max(40, 4 * depth, 10 * k)) if has_rule else min(depth, 1000)
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                         "set_config('hnsw.ef_search', %s, true)", (str(min(max(4 * k, 100), 1000)),))
+                         "set_config('hnsw.ef_search', %s, true)", (str(ef),))
             return conn.execute(dense_sql, {"q": Vector(vec), "scope": SCOPE, "model": model_id, "k": k}).fetchall()
 
     return {"lexical": lexical, "bm25": bm25, "bm25-exact": bm25_exact, "dense-hnsw": dense, "hybrid": hybrid}

@@ -5,6 +5,24 @@
 -- documents is sql/documents.sql. Tables come from the alembic revisions; this file only defines functions.
 
 -- ---------------------------------------------------------------------------------------------
+-- The dense lane's HNSW search width
+-- ---------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dna.hnsw_ef_search(k integer, depth integer)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT least(1000, greatest(40, 4 * depth, 10 * k)) $$;
+
+COMMENT ON FUNCTION dna.hnsw_ef_search(integer, integer) IS
+'hnsw.ef_search for dna.search''s dense lane when HNSW answers it: least(1000, greatest(40, 4 x depth, 10 x k)), '
+'k the hits asked for and depth the lane''s candidates (default max(4k, 100): 400 for k = 10); 40 is pgvector''s '
+'default, 1000 its maximum. The lane sets it for its own transaction (set_config(..., true)) with '
+'hnsw.iterative_scan = strict_order, so a lane deeper than ef_search or under a filter keeps scanning. '
+'ef_search = depth (100 at k = 10, the rule before) gave recall@10 against an exact scan of 0.77-0.81 on '
+'5,000 random 384-dim vectors once ANALYZE let the planner take the graph; 4 x depth gives >= 0.95 on random '
+'5k, SciFact and 100k (bench/dense_recall.py, bench/RESULTS.md). NULL k or depth: 40 (greatest ignores NULLs). Pure.';
+
+-- ---------------------------------------------------------------------------------------------
 -- Hybrid search
 -- ---------------------------------------------------------------------------------------------
 
@@ -62,6 +80,7 @@ DECLARE
     lane_exact boolean[] := '{}';
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
     bitmapscan text;                                     -- enable_bitmapscan before it (with past texts)
+    sorting text;                                        -- enable_sort before it
     filter_pred text;                                    -- the filter compiled over t.metadata (dna.filter_sql)
     matching bigint;                                     -- with a filter: rows of the partition it keeps (up to a bound)
     dense_found bigint;                                  -- with a filter: candidates the HNSW lane gave
@@ -329,7 +348,7 @@ BEGIN
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
         -- filter still yields the candidates. Planner settings are transaction-local.
         PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
-        PERFORM set_config('hnsw.ef_search', least(greatest(dense_depth, 40), 1000)::text, true);
+        PERFORM set_config('hnsw.ef_search', dna.hnsw_ef_search(k, dense_depth)::text, true);
         IF dense_exact THEN                              -- an order no index serves: an exact scan, cut
             dense_order := 'dna.score_round(1 - (t.embedding <=> $3)) DESC, t.kind, t.name, t.tenant, t.passage';  -- by key
         ELSIF dims > 2000 THEN                           -- indexed as halfvec; re-scored below in full precision
@@ -413,10 +432,15 @@ BEGIN
     -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
     -- texts the records leaving the lane are one more filter, and the planner read the partition
     -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
-    -- 10,000 memories with 2,000 restated): bitmap scans are off too then.
+    -- 10,000 memories with 2,000 restated): bitmap scans are off too then. Sorts are off too: the graph
+    -- searched at the lane's ef_search (dna.hnsw_ef_search: 400 for k = 10) is priced above a bitmap
+    -- scan and sort of up to ~20,000 rows, which the planner then took (225 ms instead of 50 for
+    -- dna.search at 10,000 memories; the statement's own sorts have no other plan and still run).
     IF NOT degraded AND NOT dense_exact THEN
         seqscan := current_setting('enable_seqscan');
         PERFORM set_config('enable_seqscan', 'off', true);
+        sorting := current_setting('enable_sort');
+        PERFORM set_config('enable_sort', 'off', true);
         IF past_keys IS NOT NULL THEN
             bitmapscan := current_setting('enable_bitmapscan');
             PERFORM set_config('enable_bitmapscan', 'off', true);
@@ -446,6 +470,8 @@ BEGIN
                        LIMIT $4) AS c', tbl, lane_filter);
             PERFORM set_config('enable_seqscan', seqscan, true);
             seqscan := NULL;
+            PERFORM set_config('enable_sort', sorting, true);
+            sorting := NULL;
             IF bitmapscan IS NOT NULL THEN
                 PERFORM set_config('enable_bitmapscan', bitmapscan, true);
                 bitmapscan := NULL;
@@ -466,6 +492,12 @@ BEGIN
                       CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
                       NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
                       NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
+            -- Under a filter the candidates were counted above; the planner may still have answered the lane
+            -- by an exact scan (a small scope: the graph at the lane's ef_search priced above it): say so.
+            IF dense_route LIKE 'hnsw, iterative scan:%' AND plan NOT LIKE '%hnsw%' THEN
+                dense_route := format('exact scan, the planner''s choice (the graph at ef_search %s costs more here): '
+                                      '%s candidates under the filter', current_setting('hnsw.ef_search'), dense_found);
+            END IF;
         END IF;
         answer := jsonb_build_object(
             'k', k, 'offset', "offset", 'model_id', model_id,
@@ -480,7 +512,8 @@ BEGIN
                               'path', CASE WHEN plan LIKE '%hnsw%' THEN 'hnsw' ELSE 'exact scan' END,
                               'exact_rule', CASE WHEN exact IS NULL THEN format('exact when the scope holds <= %s rows of the model', dna.exact_scan_rows())
                                                  WHEN exact THEN 'exact => true' ELSE 'exact => false' END,
-                              'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN least(greatest(dense_depth, 40), 1000) END,
+                              'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN current_setting('hnsw.ef_search')::integer END,
+                              'ef_search_rule', CASE WHEN plan LIKE '%hnsw%' THEN 'least(1000, greatest(40, 4 x depth, 10 x k))' END,
                               'iterative_scan', CASE WHEN plan LIKE '%hnsw%' THEN 'strict_order' END,
                               'depth', dense_depth, 'min_similarity', min_similarity,
                               'filter', dense_route) END,
@@ -592,6 +625,9 @@ BEGIN
     IF seqscan IS NOT NULL THEN
         PERFORM set_config('enable_seqscan', seqscan, true);
     END IF;
+    IF sorting IS NOT NULL THEN
+        PERFORM set_config('enable_sort', sorting, true);
+    END IF;
     IF bitmapscan IS NOT NULL THEN
         PERFORM set_config('enable_bitmapscan', bitmapscan, true);
     END IF;
@@ -672,7 +708,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'every hit carries floor_removed_dense / floor_removed_lexical (candidates removed; NULL without that floor), and an '
 'answer the floors emptied raises a NOTICE (02000) with both counts. exact => true: exact dense scan (no HNSW); '
 'exact => NULL (default): exact when the scope holds at most dna.exact_scan_rows() (2000) rows of the model, else '
-'HNSW; exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
+'HNSW with hnsw.ef_search = dna.hnsw_ef_search(k, depth) (400 for k = 10) and iterative scans (the planner may still '
+'answer a scope of up to ~10,000 rows by an exact scan, priced below the graph at that width: explain''s path says which); exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
 'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score/fusion/dense_weight, weights not 2 finite values >= 0, '
 'dense_weight with fusion rrf, weights or rrf_k with fusion convex), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
 'caller''s personal partition over the shared base (tenant ''personal:<oid>'' and personal = true in its hits), nothing from any workspace. '
@@ -691,7 +728,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'explain => true: every hit''s explain (jsonb) holds dense / lexical {rank, similarity | bm25, normalised (convex), term: the '
 'lane''s part of the score} (NULL for a lane the hit is absent from), score, and answer: {k, offset, model_id, fusion {method, '
 'dense_weight | weights, rrf_k}, degraded, degradation, dense {path: hnsw | exact scan | none (from the lane''s plan), exact_rule, '
-'ef_search, iterative_scan, depth, candidates, min_similarity, removed_by_floor}, lexical {scoring, k1, b, ts_config, terms, depth, '
+'ef_search (the hnsw.ef_search the lane ran with: dna.hnsw_ef_search(k, depth); NULL on an exact scan), ef_search_rule, '
+'iterative_scan, depth, candidates, min_similarity, removed_by_floor, filter (how a filtered lane was answered)}, lexical {scoring, k1, b, ts_config, terms, depth, '
 'cut_at, candidates, exact, min_lexical_score, removed_by_floor}, filters {kinds, name_prefix, tenant, personal, valid_time, '
 'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
 'scope with no documents (naming the nearest scopes), a model_id with none there, kinds of which none has documents there '

@@ -1,6 +1,7 @@
 """A filter that keeps 1% of 5,000 rows still yields k hits: filters run inside each lane and the
-HNSW lane uses pgvector's iterative index scans instead of stopping at ef_search candidates (100 for
-k = 10: about one match among them, as test_without_iterative_scans_the_filter_would_starve shows)."""
+HNSW lane uses pgvector's iterative index scans instead of stopping at ef_search candidates (100, the
+lane's depth for k = 10, gives about one match among them, as test_without_iterative_scans_the_filter_would_starve
+shows; the lane's own ef_search is dna.hnsw_ef_search(k, depth), 400 there)."""
 from __future__ import annotations
 
 import psycopg
@@ -85,7 +86,7 @@ def test_selective_filter_still_returns_k_dense_hits(big, filter_sql, check, for
 
 
 def test_without_iterative_scans_the_filter_would_starve(big):
-    """The premise: the HNSW scan that stops at ef_search candidates (dna.search's 100 for k = 10)
+    """The premise: the HNSW scan that stops at ef_search candidates (100, the lane's depth for k = 10)
     finds fewer than k rows of the 1% kind, so the k hits above come from the iterative scan."""
     with pytest.raises(Rollback), big.transaction():
         force_hnsw(big)

@@ -226,20 +226,31 @@ def test_an_hnsw_scan_that_runs_dry_falls_back_to_exact_and_explain_says_so(wide
     with pytest.raises(Rollback), wide.transaction():
         wide.execute("SET LOCAL hnsw.max_scan_tuples = 40")
         wide.execute("SET LOCAL enable_bitmapscan = off")
-        rows = _search(wide, "wide", "topic 5 item 3", {"n": {"gte": 2000}}, k=30, exact=False, explain=True,
+        # the lane searches the graph at ef_search dna.hnsw_ef_search(30, 200) = 800: its first 800
+        # candidates hold about 80 of the 250 rows the filter keeps (1 in 10), fewer than the depth, and the
+        # budget stops the iteration there: the scan runs dry.
+        rows = _search(wide, "wide", "topic 5 item 3", {"n": {"gte": 2250}}, k=30, exact=False, explain=True,
                        candidates=200)
         raise Rollback
-    assert len(rows) == 30 and all(r[3]["n"] >= 2000 for r in rows)
+    assert len(rows) == 30 and all(r[3]["n"] >= 2250 for r in rows)
     dense = rows[0][4]["answer"]["dense"]
     assert dense["filter"].startswith("hnsw ran dry") and dense["path"] == "exact scan", dense
     ranked = [r[0] for r in sorted((r for r in rows if r[1] is not None), key=lambda r: r[1])]
-    assert ranked == _exact_dense(wide, lambda m: m["n"] >= 2000, 200)[:len(ranked)]
+    assert ranked == _exact_dense(wide, lambda m: m["n"] >= 2250, 200)[:len(ranked)]
 
 
-def test_an_unselective_filter_keeps_hnsw(wide):
-    rows = _search(wide, "wide", "topic 5 item 3", {"user": "u2"}, k=10, explain=True)
+@pytest.mark.parametrize("sort", ["off", "on"])
+def test_an_unselective_filter_keeps_hnsw(wide, sort):
+    # An unselective filter leaves the lane to the graph (no exact scan of the rows it keeps), whatever the
+    # session's enable_sort: at 2,500 rows the planner prices the graph at the lane's ef_search (400) above
+    # an exact scan and sort, and dna.search turns sorts off for the statement so that the graph answers.
+    with pytest.raises(Rollback), wide.transaction():
+        wide.execute(f"SET LOCAL enable_sort = {sort}")
+        rows = _search(wide, "wide", "topic 5 item 3", {"user": "u2"}, k=10, explain=True)
+        raise Rollback
     dense = rows[0][4]["answer"]["dense"]
-    assert len(rows) == 10 and dense["path"] == "hnsw" and dense["filter"].startswith("hnsw, iterative scan")
+    assert len(rows) == 10
+    assert dense["path"] == "hnsw" and dense["filter"].startswith("hnsw, iterative scan") and dense["ef_search"] == 400, dense
 
 
 # -- memories ---------------------------------------------------------------------------------------

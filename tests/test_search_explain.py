@@ -59,7 +59,9 @@ def test_the_dense_path_is_read_from_the_plan(docs):
     docs.execute("SET enable_sort = off")                         # ORDER BY distance LIMIT n
     answer = _explain(docs, exact=False, k=2)[0][6]["answer"]
     assert answer["dense"]["path"] == "hnsw"
-    assert answer["dense"]["ef_search"] == 100 and answer["dense"]["iterative_scan"] == "strict_order"
+    # ef_search = dna.hnsw_ef_search(k, depth) = least(1000, greatest(40, 4 x 100, 10 x 2)) (tests/test_dense_depth.py)
+    assert answer["dense"]["ef_search"] == 400 and answer["dense"]["iterative_scan"] == "strict_order"
+    assert answer["dense"]["ef_search_rule"] == "least(1000, greatest(40, 4 x depth, 10 x k))"
     assert answer["dense"]["exact_rule"] == "exact => false"
 
 
