@@ -53,8 +53,55 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
-'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment (one per '
+'Internal (dna.bm25_compact, dna.bm25_bound_memtable): moves the memtable documents of a partition into one new segment (one per '
 'range of dna.bm25_doc_ranges); returns how many.';
+
+CREATE OR REPLACE FUNCTION dna.bm25_bound_memtable(scope text, model_id text, tenant text)
+RETURNS integer
+LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
+AS $$
+#variable_conflict use_variable
+DECLARE
+    lim integer := dna.bm25_memtable_limit();
+    key bigint := dna.bm25_lock_key(scope, model_id, tenant);
+    n integer;
+BEGIN
+    -- Called by the write path after memtable postings were added (dna.bm25_index_docs). Counts at
+    -- most lim + 1 memtable documents (an index-only range of dna_bm25_docs_seg), so the check
+    -- costs the same however large the partition.
+    SELECT count(*) INTO n FROM (
+        SELECT 1 FROM dna.dna_bm25_docs AS d
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id IS NULL
+        LIMIT lim + 1) AS x;
+    IF n <= lim THEN
+        RETURN 0;
+    END IF;
+    -- Sealing needs the partition's exclusive lock, as dna.bm25_compact does; a writer never waits
+    -- for it (a remover or a compaction holds it: the next statement seals). Held for the seal
+    -- only (session level, released at once, also on error), not to commit: a writer's later
+    -- statements never hold it while they wait for a row lock, so no deadlock cycle can go through
+    -- it. A remover that comes after the release waits for the sealed rows' locks like any writer.
+    IF NOT pg_try_advisory_lock(key) THEN
+        RETURN 0;
+    END IF;
+    BEGIN
+        n := dna.bm25_seal(scope, model_id, tenant);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM pg_advisory_unlock(key);
+        RAISE;
+    END;
+    PERFORM pg_advisory_unlock(key);
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_bound_memtable(text, text, text) IS
+'Internal (the write path, dna.bm25_index_docs): when the memtable of the partition (scope, model_id, tenant) '
+'holds more than dna.bm25_memtable_limit() documents, seals them into a segment (dna.bm25_seal, as '
+'dna.bm25_compact does) under the partition''s exclusive advisory lock, tried and never waited for (busy: '
+'left to the next statement). Returns the documents sealed (0: under the limit, or busy). Merging the '
+'segments this leaves stays dna.bm25_compact''s.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint

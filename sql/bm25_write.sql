@@ -2,7 +2,9 @@
 --
 -- A partition is (scope, model_id, tenant). Every document of a partition is in exactly one place:
 --   the memtable   dna.dna_bm25_postings: one row per (lexeme, document), unsealed documents only;
---                  read exhaustively by every query, so it is kept small by dna.bm25_compact;
+--                  read exhaustively by every query, so the write path keeps it small: a statement
+--                  that leaves more than dna.bm25_memtable_limit() documents there seals them into
+--                  a segment (dna.bm25_bound_memtable); dna.bm25_compact seals and merges;
 --   a segment      dna.dna_bm25_segments (one row: n_docs, total_len, avgdl_ref, k1, b, base_doc_id)
 --                  + dna.dna_bm25_chunks: per (lexeme, kind) the segment's postings sorted by BM25
 --                  impact (descending) and cut into geometric chunks of 256, 512, … 8192 postings,
@@ -42,6 +44,16 @@ AS $$ SELECT 1000 $$;
 COMMENT ON FUNCTION dna.bm25_bulk_threshold() IS
 'Documents of one partition written by one statement from which they go straight into a new '
 'segment instead of the memtable (1000; pg_textsearch''s bulk_load_threshold plays the same role).';
+
+CREATE OR REPLACE FUNCTION dna.bm25_memtable_limit()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 2000 $$;
+
+COMMENT ON FUNCTION dna.bm25_memtable_limit() IS
+'Documents a partition''s memtable holds at most after a write statement (2000): a statement that leaves '
+'more there seals them into a segment (dna.bm25_bound_memtable), as Lucene refreshes and RocksDB flushes, '
+'so a scope written only through the SQL verbs stays near its compacted speed with no operator action.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_chunk_of(rank bigint)
 RETURNS integer
@@ -318,6 +330,9 @@ BEGIN
         SELECT scope, model_id, tenant, u.doc_id, NULL, u.kind, u.len
         FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len);
         PERFORM dna.bm25_add_docs(scope, model_id, tenant, doc_ids, NULL);
+        -- Writing bounds its own cost: past dna.bm25_memtable_limit() documents the memtable,
+        -- which every query reads whole, is sealed into a segment (sql/bm25_compact.sql).
+        PERFORM dna.bm25_bound_memtable(scope, model_id, tenant);
         RETURN;
     END IF;
     FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(doc_ids) AS x LOOP
@@ -334,7 +349,8 @@ $$;
 COMMENT ON FUNCTION dna.bm25_index_docs(text, text, text, bigint[], text[], integer[], jsonb[]) IS
 'Internal (dna.bm25_sync): adds documents of one partition to the lexical index from parallel arrays '
 '(doc_ids, kinds, lens = token positions, terms = jsonb lexeme → tf as text): their forward and document '
-'rows, then memtable postings, or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
+'rows, then memtable postings (sealed into a segment when the memtable passes dna.bm25_memtable_limit(): '
+'dna.bm25_bound_memtable), or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
 'dna.bm25_doc_ranges) when there are dna.bm25_bulk_threshold() or more.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
