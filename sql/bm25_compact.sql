@@ -73,7 +73,7 @@ BEGIN
     SELECT count(*) INTO n FROM (
         SELECT 1 FROM dna.dna_bm25_docs AS d
         WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id IS NULL
-        LIMIT lim + 1) AS x;
+        LIMIT lim::bigint + 1) AS x;
     IF n <= lim THEN
         RETURN 0;
     END IF;
@@ -258,6 +258,9 @@ BEGIN
             merged := merged + cardinality(segs);
             EXIT WHEN full_merge;
         END LOOP;
+        -- What the seal and the merges changed is analyzed now, not when autovacuum comes by.
+        PERFORM dna.bm25_keep_statistics(scope, ARRAY['dna_bm25_postings', 'dna_bm25_chunks', 'dna_bm25_segments',
+                                                      'dna_bm25_docs', 'dna_bm25_tombstones', 'dna_bm25_tombstone_terms']);
         SELECT count(*) INTO dead FROM dna.dna_bm25_tombstones AS t
         WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant;
         SELECT count(*) INTO n_segs FROM dna.dna_bm25_segments AS s
