@@ -120,3 +120,28 @@ def test_memories_written_one_at_a_time_stay_bounded(sql):
     assert rows == LIMIT + 5
     assert memtable(sql, "mem") <= LIMIT
     assert segments(sql, "mem") >= 1
+
+
+def test_four_sealed_segments_are_merged_by_the_write_that_seals_the_fourth(sql, model):
+    for r in range(4):
+        write(sql, "s", r * (LIMIT + 1) + 1, (r + 1) * (LIMIT + 1))   # each last document seals
+        assert memtable(sql, "s") == 0
+        assert segments(sql, "s") == (r + 1 if r < 3 else 1)
+    assert sql.execute("SELECT n_docs, level FROM dna.dna_bm25_segments WHERE scope = 's'").fetchone() == (4 * (LIMIT + 1), 1)
+    before = answers(sql, "s")
+    sql.execute("SELECT dna.bm25_compact('s', full_merge => true)")
+    assert answers(sql, "s") == before
+
+
+def test_a_compaction_leaves_out_segments_another_transaction_is_merging(sql, model, dna_dsn):
+    for r in range(2):
+        write(sql, "s", r * (LIMIT + 1) + 1, (r + 1) * (LIMIT + 1))
+    segs = [r[0] for r in sql.execute("SELECT seg_id FROM dna.dna_bm25_segments WHERE scope = 's' ORDER BY 1")]
+    with psycopg.connect(dna_dsn) as other:                   # a merge in progress holds the segment rows
+        other.execute("SELECT 1 FROM dna.dna_bm25_segments WHERE scope = 's' FOR UPDATE")
+        assert sql.execute("SELECT dna.bm25_merge('s', %s, '', %s)", (MODEL, segs)).fetchone()[0] == -1
+        report = sql.execute("SELECT dna.bm25_compact('s', full_merge => true, wait_ms => 0)").fetchone()[0]
+        assert report["partitions"][0]["status"] == "ok"
+        assert segments(sql, "s") == 2                        # left to the one merging them
+    sql.execute("SELECT dna.bm25_compact('s', full_merge => true)")
+    assert segments(sql, "s") == 1
