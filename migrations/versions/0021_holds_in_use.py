@@ -17,8 +17,9 @@ What changed
 
 bounded_memtable: the BM25 write path bounds the memtable itself. A statement that leaves more than
 ``dna.bm25_memtable_limit()`` (2,000) documents in a partition's memtable seals them into a segment
-(``dna.bm25_bound_memtable``, the seal of ``dna.bm25_compact``), so a scope written only through the SQL
-verbs stays near its compacted speed; merging segments stays ``dna.bm25_compact``'s. The write paths and
+(``dna.bm25_bound_memtable``, the seal of ``dna.bm25_compact``) and merges level 0 once it holds 4
+segments, so a scope written only through the SQL verbs stays near its compacted speed; higher levels stay
+``dna.bm25_compact``'s (``dna.bm25_merge`` skips segments another transaction is merging). The write paths and
 compaction also ANALYZE the BM25 tables they changed once the rows changed since the last ANALYZE reach
 200 + half of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
 is not rebuilt: a memtable already past the limit is sealed by the next write to its partition.
