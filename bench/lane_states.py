@@ -27,7 +27,8 @@ autovacuum off on the BM25 tables for the run (restored after), ``--add`` docume
 - ``stale, after``: compacted and analyzed again, then ``--add`` new documents by this tree's write path
   (which analyzes what it changes);
 - ``empty statistics``: the same scope with every BM25 table's statistics removed (``pg_statistic`` rows
-  deleted, ``reltuples`` = −1: never analyzed; needs a superuser).
+  deleted, ``reltuples`` = −1: never analyzed; needs a superuser), and the same after one more document
+  written (its statement analyzes the tables never analyzed).
 
 ``--scope`` names the scope (default ``scale``).
 """
@@ -205,6 +206,8 @@ def stats_states(conn, model: str, queries: list[str], args) -> list[dict]:
             conn.execute("DELETE FROM pg_statistic WHERE starelid = %s::regclass", (f"dna.{t}",))
             conn.execute("UPDATE pg_class SET reltuples = -1, relpages = 0 WHERE oid = %s::regclass", (f"dna.{t}",))
         record("empty statistics (never analyzed)")
+        write_docs(conn, model, 1, f"u{int(time.time())}", rewrite=False)
+        record("empty statistics, then one document written (the write path analyzes)")
     finally:
         for t in BM25_TABLES:
             conn.execute(f"ALTER TABLE dna.{t} RESET (autovacuum_enabled)")

@@ -109,9 +109,10 @@ BEGIN
     -- lanes' plans never depend on when autovacuum last looked (a memtable analyzed empty right
     -- after a bulk load then filled live: 5x slower plans). A table is analyzed when the rows
     -- changed since its last ANALYZE (committed, pg_stat_get_mod_since_analyze, plus this
-    -- transaction's) reach 200 + half the rows it was analyzed with: the estimates stay within
-    -- ~1.5x of the truth, at a cost that is a fraction of the writes' (geometric: a table growing
-    -- from empty to n rows is analyzed ~log1.5(n) times). At most once per table and transaction;
+    -- transaction's) reach 200 + a quarter of the rows it was analyzed with, or it was never
+    -- analyzed: the estimates stay within ~1.25x of the truth, at a cost that is a fraction of the
+    -- writes' (geometric: a table growing from empty to n rows is analyzed ~log1.25(n / 200) times;
+    -- a plan made with no statistics at all runs the lane ~20x slower, bench/RESULTS.md). At most once per table and transaction;
     -- never waiting (a table another session analyzes or vacuums now is left to it: its
     -- SHARE UPDATE EXCLUSIVE lock is tried with NOWAIT); only by a role that may ANALYZE it (its
     -- owner; from PostgreSQL 17 a role with MAINTAIN, e.g. pg_maintain) — for others autovacuum
@@ -129,7 +130,7 @@ BEGIN
         SELECT c.reltuples INTO tup FROM pg_class AS c WHERE c.oid = rel;
         mods := pg_stat_get_mod_since_analyze(rel) + pg_stat_get_xact_tuples_inserted(rel)
                 + pg_stat_get_xact_tuples_updated(rel) + pg_stat_get_xact_tuples_deleted(rel);
-        CONTINUE WHEN mods < 200 + 0.5 * greatest(tup, 0);
+        CONTINUE WHEN tup >= 0 AND mods < 200 + 0.25 * tup;     -- (reltuples -1: never analyzed)
         CONTINUE WHEN greatest(pg_stat_get_last_analyze_time(rel), pg_stat_get_last_autoanalyze_time(rel)) >= now();
         may := CASE WHEN v17 THEN has_table_privilege(rel, 'MAINTAIN')
                     ELSE pg_has_role((SELECT c.relowner FROM pg_class AS c WHERE c.oid = rel), 'USAGE') END;
@@ -149,7 +150,7 @@ $$;
 COMMENT ON FUNCTION dna.bm25_keep_statistics(text, text[]) IS
 'Internal (the BM25 write paths and dna.bm25_compact_scope): ANALYZEs each of the given dna.dna_bm25_* tables '
 '(names without schema; on Citus the shard of scope on this node) whose rows changed since its last ANALYZE '
-'(committed and this transaction''s) reach 200 + half its analyzed rows, at most once per transaction, '
+'(committed and this transaction''s) reach 200 + a quarter of its analyzed rows, or that was never analyzed, at most once per transaction, '
 'never waiting for a lock, when the caller may analyze it (owner; PostgreSQL 17+: MAINTAIN). Returns how '
 'many it analyzed.';
 

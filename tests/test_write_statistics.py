@@ -98,3 +98,10 @@ def test_a_role_that_may_not_analyze_writes_without_a_warning(app_role, sql, mod
                     (["Doc"] * 1200, [f"a{i}" for i in range(1200)], [f"cell a{i}" for i in range(1200)], MODEL))
         assert notices == []
     assert not analyzed(sql, "dna_bm25_docs")
+
+
+def test_a_table_never_analyzed_is_analyzed_by_the_next_write(sql, model):
+    write(sql, "s", 1, 100)
+    sql.execute("UPDATE pg_class SET reltuples = -1 WHERE oid = 'dna.dna_bm25_postings'::regclass")
+    write(sql, "s", 101, 101)
+    assert reltuples(sql, "dna_bm25_postings") == rows(sql, "dna_bm25_postings")

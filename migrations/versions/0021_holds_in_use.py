@@ -21,7 +21,7 @@ bounded_memtable: the BM25 write path bounds the memtable itself. A statement th
 segments, so a scope written only through the SQL verbs stays near its compacted speed; higher levels stay
 ``dna.bm25_compact``'s (``dna.bm25_merge`` skips segments another transaction is merging). The write paths and
 compaction also ANALYZE the BM25 tables they changed once the rows changed since the last ANALYZE reach
-200 + half of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
+200 + a quarter of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
 is not rebuilt: a memtable already past the limit is sealed by the next write to its partition.
 """
 import sys
