@@ -4,7 +4,7 @@ compacted, in one run (issue 26 item 1).
 Usage (from the repository root)::
 
     python bench/sql_path.py [DATASET_DIR] [--docs 30000] [--chunk 250] [--queries 100] [--rounds 3]
-                             [--unbounded] [--dsn DSN] [--keep] [--out bench/results/sql_path.json]
+                             [--unbounded] [--limit N] [--dsn DSN] [--keep] [--out bench/results/sql_path.json]
 
 Corpus: the 5,183 SciFact abstracts (``DATASET_DIR``, default ``../shared/data/scifact``) then the
 distractors of ``bench/scale.py`` (seed 42, its cache), ``--docs`` in all, written with no vector under
@@ -127,6 +127,9 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--unbounded", action="store_true")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="another memtable limit for the bounded scope (dna.bm25_memtable_limit() replaced in the "
+                         "bench database: what a limit costs and buys)")
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--keep", action="store_true",
                     help="keep the database (compacted) and the embedded server; print its DSN (e.g. for "
@@ -159,6 +162,8 @@ def main(argv=None) -> int:
         dsn = srv.fresh("dna_bench_sql_path")
         with connect(dsn) as conn:
             conn.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
+            if args.limit is not None:
+                conn.execute(LIMIT_SQL.format(int(args.limit)))
             limit = conn.execute("SELECT dna.bm25_memtable_limit()").fetchone()[0]
             results["memtable_limit"] = limit
             compacted_answers = None
