@@ -53,8 +53,66 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_seal(text, text, text) IS
-'Internal (dna.bm25_compact): moves the memtable documents of a partition into one new segment (one per '
+'Internal (dna.bm25_compact, dna.bm25_bound_memtable): moves the memtable documents of a partition into one new segment (one per '
 'range of dna.bm25_doc_ranges); returns how many.';
+
+CREATE OR REPLACE FUNCTION dna.bm25_bound_memtable(scope text, model_id text, tenant text)
+RETURNS integer
+LANGUAGE plpgsql
+SET jit = off                -- many short statements: compiling them would cost more than running them
+AS $$
+#variable_conflict use_variable
+DECLARE
+    lim integer := dna.bm25_memtable_limit();
+    key bigint := dna.bm25_lock_key(scope, model_id, tenant);
+    n integer;
+    segs integer[];
+BEGIN
+    -- Called by the write path after memtable postings were added (dna.bm25_index_docs). Counts at
+    -- most lim + 1 memtable documents (an index-only range of dna_bm25_docs_seg), so the check
+    -- costs the same however large the partition.
+    SELECT count(*) INTO n FROM (
+        SELECT 1 FROM dna.dna_bm25_docs AS d
+        WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id IS NULL
+        LIMIT lim::bigint + 1) AS x;
+    IF n <= lim THEN
+        RETURN 0;
+    END IF;
+    -- Sealing needs the partition's exclusive lock, as dna.bm25_compact does; a writer never waits
+    -- for it (a remover or a compaction holds it: the next statement seals). Held for the seal
+    -- only (session level, released at once, also on error), not to commit: a writer's later
+    -- statements never hold it while they wait for a row lock, so no deadlock cycle can go through
+    -- it. A remover that comes after the release waits for the sealed rows' locks like any writer.
+    IF NOT pg_try_advisory_lock(key) THEN
+        RETURN 0;
+    END IF;
+    BEGIN
+        n := dna.bm25_seal(scope, model_id, tenant);
+        -- Level 0 merged once it holds 4 segments, as dna.bm25_compact would (each segment costs
+        -- every query a round of chunk headers: 15 sealed segments at 30k documents cost ~1.5x the
+        -- compacted figure). Bounded work: at most 4 segments of under 8,000 documents. Higher
+        -- levels stay dna.bm25_compact's.
+        segs := ARRAY(SELECT s.seg_id FROM dna.dna_bm25_segments AS s
+                      WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.level = 0
+                      ORDER BY s.seg_id);
+        IF cardinality(segs) >= 4 THEN
+            PERFORM dna.bm25_merge(scope, model_id, tenant, segs);
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM pg_advisory_unlock(key);
+        RAISE;
+    END;
+    PERFORM pg_advisory_unlock(key);
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_bound_memtable(text, text, text) IS
+'Internal (the write path, dna.bm25_index_docs): when the memtable of the partition (scope, model_id, tenant) '
+'holds more than dna.bm25_memtable_limit() documents, seals them into a segment (dna.bm25_seal, as '
+'dna.bm25_compact does) and merges level 0 once it holds 4 segments (dna.bm25_merge), under the partition''s '
+'exclusive advisory lock, tried and never waited for (busy: left to the next statement) and released after. '
+'Returns the documents sealed (0: under the limit, or busy). Merging higher levels stays dna.bm25_compact''s.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint
@@ -74,6 +132,14 @@ BEGIN
     -- Caller holds the partition's exclusive advisory lock, so no writer is tombstoning documents
     -- of these segments. Tombstoned postings are dropped; impacts are recomputed at the merged
     -- segment's average length.
+    -- The segments another transaction is merging (a write path's merge, its lock released but
+    -- not yet committed) are left out: their rows are locked (SKIP LOCKED, never waited for).
+    segs := ARRAY(SELECT s.seg_id FROM dna.dna_bm25_segments AS s
+                  WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.seg_id = ANY (segs)
+                  ORDER BY s.seg_id FOR UPDATE SKIP LOCKED);
+    IF cardinality(segs) = 0 THEN
+        RETURN -1;                                       -- every one is being merged elsewhere
+    END IF;
     SELECT coalesce(array_agg(d.doc_id ORDER BY d.doc_id), '{}') INTO ids FROM dna.dna_bm25_docs AS d
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
     SELECT * INTO cfg FROM dna.search_config(scope);
@@ -123,7 +189,7 @@ $$;
 COMMENT ON FUNCTION dna.bm25_merge(text, text, text, integer[]) IS
 'Internal (dna.bm25_compact): rewrites the given segments of a partition as one (one per range of '
 'dna.bm25_doc_ranges), without the postings of tombstoned documents (their tombstones go); returns the '
-'live documents it holds.';
+'live documents it holds, or -1 when another transaction is merging every one of them (their rows locked: skipped).';
 
 CREATE OR REPLACE FUNCTION dna.bm25_compact_scope(scope text, model_id text DEFAULT NULL,
                                                   tenant text DEFAULT NULL, full_merge boolean DEFAULT false,
@@ -207,10 +273,13 @@ BEGIN
             EXIT WHEN segs IS NULL OR (cardinality(segs) = 1 AND NOT EXISTS (
                 SELECT 1 FROM dna.dna_bm25_tombstones AS t
                 WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant AND t.seg_id = segs[1]));
-            PERFORM dna.bm25_merge(p.scope, p.model_id, p.tenant, segs);
+            EXIT WHEN dna.bm25_merge(p.scope, p.model_id, p.tenant, segs) < 0;   -- merged by a writer now
             merged := merged + cardinality(segs);
             EXIT WHEN full_merge;
         END LOOP;
+        -- What the seal and the merges changed is analyzed now, not when autovacuum comes by.
+        PERFORM dna.bm25_keep_statistics(scope, ARRAY['dna_bm25_postings', 'dna_bm25_chunks', 'dna_bm25_segments',
+                                                      'dna_bm25_docs', 'dna_bm25_tombstones', 'dna_bm25_tombstone_terms']);
         SELECT count(*) INTO dead FROM dna.dna_bm25_tombstones AS t
         WHERE t.scope = scope AND t.model_id = p.model_id AND t.tenant = p.tenant;
         SELECT count(*) INTO n_segs FROM dna.dna_bm25_segments AS s
@@ -267,7 +336,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_compact(text, text, text, boolean, integer) IS
-'Maintenance (an operator or a scheduled job runs it; no verb does): per BM25 partition (scope, model_id, '
+'Maintenance (an operator or a scheduled job runs it; no verb does; writes seal a memtable past '
+'dna.bm25_memtable_limit() themselves): per BM25 partition (scope, model_id, '
 'tenant; NULL = all) seals the memtable into a segment, merges every level holding 8 segments (level 0, '
 'segments under 8,000 documents: 4) (and '
 'segments with >= 10% tombstoned documents), dropping tombstoned postings; full_merge => true merges '

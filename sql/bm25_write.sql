@@ -2,7 +2,9 @@
 --
 -- A partition is (scope, model_id, tenant). Every document of a partition is in exactly one place:
 --   the memtable   dna.dna_bm25_postings: one row per (lexeme, document), unsealed documents only;
---                  read exhaustively by every query, so it is kept small by dna.bm25_compact;
+--                  read exhaustively by every query, so the write path keeps it small: a statement
+--                  that leaves more than dna.bm25_memtable_limit() documents there seals them into
+--                  a segment (dna.bm25_bound_memtable); dna.bm25_compact seals and merges;
 --   a segment      dna.dna_bm25_segments (one row: n_docs, total_len, avgdl_ref, k1, b, base_doc_id)
 --                  + dna.dna_bm25_chunks: per (lexeme, kind) the segment's postings sorted by BM25
 --                  impact (descending) and cut into geometric chunks of 256, 512, … 8192 postings,
@@ -43,6 +45,16 @@ COMMENT ON FUNCTION dna.bm25_bulk_threshold() IS
 'Documents of one partition written by one statement from which they go straight into a new '
 'segment instead of the memtable (1000; pg_textsearch''s bulk_load_threshold plays the same role).';
 
+CREATE OR REPLACE FUNCTION dna.bm25_memtable_limit()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 2000 $$;
+
+COMMENT ON FUNCTION dna.bm25_memtable_limit() IS
+'Documents a partition''s memtable holds at most after a write statement (2000): a statement that leaves '
+'more there seals them into a segment (dna.bm25_bound_memtable), as Lucene refreshes and RocksDB flushes, '
+'so a scope written only through the SQL verbs stays near its compacted speed with no operator action.';
+
 CREATE OR REPLACE FUNCTION dna.bm25_chunk_of(rank bigint)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -76,6 +88,71 @@ AS $$ SELECT hashtextextended('dna.bm25:' || scope || chr(31) || model_id || chr
 COMMENT ON FUNCTION dna.bm25_lock_key(text, text, text) IS
 'The advisory-lock key of a BM25 partition: shared by statements that remove documents, exclusive for '
 'dna.bm25_compact. (A hash collision only serialises two partitions; it never changes an answer.)';
+
+CREATE OR REPLACE FUNCTION dna.bm25_keep_statistics(scope text, tables text[])
+RETURNS integer
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+#variable_conflict use_variable
+DECLARE
+    t text;
+    rel regclass;
+    tup real;
+    mods bigint;
+    may boolean;
+    done integer := 0;
+    citus boolean := dna.citus_version() IS NOT NULL;
+    v17 boolean := current_setting('server_version_num')::integer >= 170000;
+BEGIN
+    -- The write paths keep the planner's statistics of the BM25 tables they change true, so the
+    -- lanes' plans never depend on when autovacuum last looked (a memtable analyzed empty right
+    -- after a bulk load then filled live: 5x slower plans). A table is analyzed when the rows
+    -- changed since its last ANALYZE (committed, pg_stat_get_mod_since_analyze, plus this
+    -- transaction's) reach 200 + a quarter of the rows it was analyzed with, or it was never
+    -- analyzed: the estimates stay within ~1.25x of the truth, at a cost that is a fraction of the
+    -- writes' (geometric: a table growing from empty to n rows is analyzed ~log1.25(n / 200) times;
+    -- a plan made with no statistics at all runs the lane ~20x slower, bench/RESULTS.md). At most once per table and transaction;
+    -- never waiting (a table another session analyzes or vacuums now is left to it: its
+    -- SHARE UPDATE EXCLUSIVE lock is tried with NOWAIT); only by a role that may ANALYZE it (its
+    -- owner; from PostgreSQL 17 a role with MAINTAIN, e.g. pg_maintain) — for others autovacuum
+    -- does it. On Citus the shard of the scope on this node is analyzed (the plans run there).
+    -- Counters as they are now, not as this transaction first read them (stats_fetch_consistency
+    -- caches an entry for the transaction from its first read).
+    PERFORM pg_stat_clear_snapshot();
+    FOREACH t IN ARRAY tables LOOP
+        rel := to_regclass('dna.' || t);
+        CONTINUE WHEN rel IS NULL;
+        IF citus AND dna.citus_placement(rel) = 'distributed' THEN
+            rel := to_regclass(shard_name(rel, get_shard_id_for_distribution_column(rel, scope)));
+            CONTINUE WHEN rel IS NULL;                   -- the scope's shard is on another node
+        END IF;
+        SELECT c.reltuples INTO tup FROM pg_class AS c WHERE c.oid = rel;
+        mods := pg_stat_get_mod_since_analyze(rel) + pg_stat_get_xact_tuples_inserted(rel)
+                + pg_stat_get_xact_tuples_updated(rel) + pg_stat_get_xact_tuples_deleted(rel);
+        CONTINUE WHEN tup >= 0 AND mods < 200 + 0.25 * tup;     -- (reltuples -1: never analyzed)
+        CONTINUE WHEN greatest(pg_stat_get_last_analyze_time(rel), pg_stat_get_last_autoanalyze_time(rel)) >= now();
+        may := CASE WHEN v17 THEN has_table_privilege(rel, 'MAINTAIN')
+                    ELSE pg_has_role((SELECT c.relowner FROM pg_class AS c WHERE c.oid = rel), 'USAGE') END;
+        CONTINUE WHEN NOT may;
+        BEGIN
+            EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE NOWAIT', rel);
+        EXCEPTION WHEN lock_not_available THEN
+            CONTINUE;
+        END;
+        EXECUTE format('ANALYZE %s', rel);
+        done := done + 1;
+    END LOOP;
+    RETURN done;
+END
+$$;
+
+COMMENT ON FUNCTION dna.bm25_keep_statistics(text, text[]) IS
+'Internal (the BM25 write paths and dna.bm25_compact_scope): ANALYZEs each of the given dna.dna_bm25_* tables '
+'(names without schema; on Citus the shard of scope on this node) whose rows changed since its last ANALYZE '
+'(committed and this transaction''s) reach 200 + a quarter of its analyzed rows, or that was never analyzed, at most once per transaction, '
+'never waiting for a lock, when the caller may analyze it (owner; PostgreSQL 17+: MAINTAIN). Returns how '
+'many it analyzed.';
 
 -- ---------------------------------------------------------------------------------------------
 -- Segments
@@ -318,6 +395,11 @@ BEGIN
         SELECT scope, model_id, tenant, u.doc_id, NULL, u.kind, u.len
         FROM unnest(doc_ids, kinds, lens) AS u (doc_id, kind, len);
         PERFORM dna.bm25_add_docs(scope, model_id, tenant, doc_ids, NULL);
+        -- Writing bounds its own cost: past dna.bm25_memtable_limit() documents the memtable,
+        -- which every query reads whole, is sealed into a segment (sql/bm25_compact.sql).
+        PERFORM dna.bm25_bound_memtable(scope, model_id, tenant);
+        PERFORM dna.bm25_keep_statistics(scope, ARRAY['dna_bm25_postings', 'dna_bm25_docs', 'dna_bm25_forward',
+                                                      'dna_bm25_chunks', 'dna_bm25_segments']);
         RETURN;
     END IF;
     FOR r IN SELECT x.lo, x.hi FROM dna.bm25_doc_ranges(doc_ids) AS x LOOP
@@ -328,13 +410,16 @@ BEGIN
         PERFORM dna.bm25_add_docs(scope, model_id, tenant,
                                   ARRAY(SELECT i FROM unnest(doc_ids) AS i WHERE i BETWEEN r.lo AND r.hi), seg);
     END LOOP;
+    PERFORM dna.bm25_keep_statistics(scope, ARRAY['dna_bm25_docs', 'dna_bm25_forward', 'dna_bm25_chunks',
+                                                  'dna_bm25_segments']);
 END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_index_docs(text, text, text, bigint[], text[], integer[], jsonb[]) IS
 'Internal (dna.bm25_sync): adds documents of one partition to the lexical index from parallel arrays '
 '(doc_ids, kinds, lens = token positions, terms = jsonb lexeme → tf as text): their forward and document '
-'rows, then memtable postings, or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
+'rows, then memtable postings (sealed into a segment when the memtable passes dna.bm25_memtable_limit(): '
+'dna.bm25_bound_memtable), or a level-0 segment of their own (dna.bm25_next_seg; one per range of '
 'dna.bm25_doc_ranges) when there are dna.bm25_bulk_threshold() or more.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_remove_docs(scope text, model_id text, tenant text, doc_ids bigint[])
@@ -373,6 +458,8 @@ BEGIN
     SELECT scope, model_id, tenant, l.lexeme, g.doc_id, g.seg_id
     FROM gone AS g JOIN fwd ON fwd.doc_id = g.doc_id, jsonb_object_keys(fwd.terms) AS l (lexeme)
     WHERE g.seg_id IS NOT NULL;
+    PERFORM dna.bm25_keep_statistics(scope, ARRAY['dna_bm25_docs', 'dna_bm25_forward', 'dna_bm25_postings',
+                                                  'dna_bm25_tombstones', 'dna_bm25_tombstone_terms']);
 END
 $$;
 

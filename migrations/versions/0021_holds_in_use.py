@@ -38,6 +38,15 @@ bench/dense_recall.py). When the exact rule gives the lane to HNSW the statement
 off (as with sequential scans off): the planner priced the wider graph search above a bitmap scan and sort
 of up to ~20,000 rows. explain's dense part reports the ef_search in force and the rule (``ef_search_rule``).
 ``search.sql`` re-runs; no schema change; the downgrade drops the new function.
+
+bounded_memtable: the BM25 write path bounds the memtable itself. A statement that leaves more than
+``dna.bm25_memtable_limit()`` (2,000) documents in a partition's memtable seals them into a segment
+(``dna.bm25_bound_memtable``, the seal of ``dna.bm25_compact``) and merges level 0 once it holds 4
+segments, so a scope written only through the SQL verbs stays near its compacted speed; higher levels stay
+``dna.bm25_compact``'s (``dna.bm25_merge`` skips segments another transaction is merging). The write paths and
+compaction also ANALYZE the BM25 tables they changed once the rows changed since the last ANALYZE reach
+200 + a quarter of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
+is not rebuilt: a memtable already past the limit is sealed by the next write to its partition.
 """
 import sys
 from pathlib import Path
@@ -81,7 +90,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "search.sql", "memory_integrity.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql",
+                            "memory_integrity.sql")
 
 
 def changed_files() -> list[str]:
