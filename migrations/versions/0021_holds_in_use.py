@@ -14,6 +14,14 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 What changed
 ------------
 (each topic appends its paragraph here)
+
+Topic ``policy_inline`` (issue 26 item 4): on one node the tenant policy writes ``dna.tenant_visible``'s
+test out inline, ``tenant = '' OR tenant = ANY ((SELECT dna.visible_tenants())::text[]) OR (NOT
+starts_with(tenant, 'personal:') AND '*' = ANY ((SELECT dna.visible_tenants())::text[]))`` (``dna.tenant_policy``,
+tenancy.sql): PostgreSQL did not inline the call (its argument, a sub-select, is used twice in the body), so
+every non-base row ran the SQL-function executor. Same rows admitted; ``after_policy_inline.sql`` re-creates
+every protected table's policy (not where citus is installed: that form is unchanged),
+``undo_policy_inline.sql`` gives 0020's policies back. ``bench/policy_cost.py`` measures it.
 """
 import sys
 from pathlib import Path
@@ -57,7 +65,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("tenancy.sql",)
 
 
 def changed_files() -> list[str]:
