@@ -321,7 +321,7 @@ def test_redact_records_its_label(sql):
 # One node (0021, topic policy_inline): dna.tenant_visible's test written out, the list an InitPlan.
 SINGLE = ("((tenant = ''::text) OR (tenant = ANY (( SELECT dna.visible_tenants() AS visible_tenants)::text[])) OR "
           "((NOT starts_with(tenant, 'personal:'::text)) AND "
-          "('*'::text = ANY (( SELECT dna.visible_tenants() AS visible_tenants)::text[]))))"
+          "('*'::text = ANY (( SELECT dna.visible_tenants() AS visible_tenants)::text[]))))")
 CITUS = "((tenant = ''::text) OR dna.tenant_visible(tenant, dna.visible_tenants()))"
 
 
