@@ -79,7 +79,7 @@ DECLARE
     lane_scores float8[] := '{}';
     lane_exact boolean[] := '{}';
     seqscan text;                                        -- enable_seqscan before the HNSW lane's statement
-    bitmapscan text;                                     -- enable_bitmapscan before it (with past texts)
+    bitmapscan text;                                     -- enable_bitmapscan before it
     sorting text;                                        -- enable_sort before it
     filter_pred text;                                    -- the filter compiled over t.metadata (dna.filter_sql)
     matching bigint;                                     -- with a filter: rows of the partition it keeps (up to a bound)
@@ -432,19 +432,22 @@ BEGIN
     -- exact scan of the partition (74 ms instead of 8 at 10,000 memories, bench/RESULTS.md). With past
     -- texts the records leaving the lane are one more filter, and the planner read the partition
     -- through a bitmap scan of a btree instead (measured: an exact scan of the 8,000 rows kept, at
-    -- 10,000 memories with 2,000 restated): bitmap scans are off too then. Sorts are off too: the graph
-    -- searched at the lane's ef_search (dna.hnsw_ef_search: 400 for k = 10) is priced above a bitmap
-    -- scan and sort of up to ~20,000 rows, which the planner then took (225 ms instead of 50 for
-    -- dna.search at 10,000 memories; the statement's own sorts have no other plan and still run).
+    -- 10,000 memories with 2,000 restated): bitmap scans are off too then. So they are for a role under
+    -- row-level security (0021, topic policy_inline): the policy's qual lowers the estimate of the
+    -- partition's rows (674 of 2,167), the HNSW path's LIMIT then looked dearer than a bitmap scan of the
+    -- scope plus a sort, and the role read its partition exactly where the superuser took HNSW
+    -- (bench/policy_cost.py); so bitmap scans are off whenever the lane takes HNSW. Sorts are off too
+    -- (0021, topic dense_depth): the graph searched at the lane's ef_search (dna.hnsw_ef_search: 400
+    -- for k = 10) is priced above a bitmap scan and sort of up to ~20,000 rows, which the planner then
+    -- took (225 ms instead of 50 for dna.search at 10,000 memories; the statement's own sorts have no
+    -- other plan and still run).
     IF NOT degraded AND NOT dense_exact THEN
         seqscan := current_setting('enable_seqscan');
         PERFORM set_config('enable_seqscan', 'off', true);
         sorting := current_setting('enable_sort');
         PERFORM set_config('enable_sort', 'off', true);
-        IF past_keys IS NOT NULL THEN
-            bitmapscan := current_setting('enable_bitmapscan');
-            PERFORM set_config('enable_bitmapscan', 'off', true);
-        END IF;
+        bitmapscan := current_setting('enable_bitmapscan');
+        PERFORM set_config('enable_bitmapscan', 'off', true);
     END IF;
     -- A filtered HNSW lane goes on iterating (hnsw.iterative_scan) until it has its depth or its scan
     -- budget (hnsw.max_scan_tuples) is spent; more rows match the filter than the depth here (else the

@@ -27,8 +27,9 @@
 -- tests/test_citus_ready.py reads the plans of the verbs' statements to check them:
 --   1. No sublink in a row-level-security policy (Citus refuses the policy): with the citus
 --      extension installed dna.tenant_policy() is tenant = '' OR dna.tenant_visible(tenant,
---      dna.visible_tenants()); on one node the call stays an InitPlan (once per statement, ~6x
---      cheaper on personal rows), and dna.protect_table re-run after CREATE EXTENSION citus switches.
+--      dna.visible_tenants()); on one node dna.visible_tenants() stays an InitPlan (once per
+--      statement, ~6x cheaper on personal rows) and dna.tenant_visible's test is written out inline
+--      (no SQL function call per row); dna.protect_table re-run after CREATE EXTENSION citus switches.
 --   2. No volatile or stable function in ON CONFLICT DO UPDATE SET: a time is excluded.<column>
 --      (the proposed row's default now(), the same value) or a value computed before.
 --   3. No LANGUAGE sql set-returning function that reads dna_* tables (Citus cannot plan it once
@@ -138,7 +139,8 @@ $$;
 
 COMMENT ON FUNCTION dna.tenant_visible(text, text[]) IS
 'The row-level-security test: tenant is in visible (dna.visible_tenants()), or visible holds ''*'' '
-'(member of every workspace) and tenant is not a personal partition. Pure.';
+'(member of every workspace) and tenant is not a personal partition. Pure. The Citus policy calls it; the '
+'one-node policy writes the same test out inline (dna.tenant_policy).';
 
 CREATE OR REPLACE FUNCTION dna.is_workspace_member(workspace text)
 RETURNS boolean
@@ -188,18 +190,26 @@ AS $$
     -- statement (an InitPlan); on Citus, which refuses a sublink in a policy, once per row (measured
     -- on 10,000 personal memories read by their owner: a lexical search 349 ms with the InitPlan,
     -- 2,031 ms per row; base rows 33-36 ms either way, 122 ms before the base short-cut: bench/RESULTS.md).
+    -- On one node the test of dna.tenant_visible is written out (0021, topic policy_inline): PostgreSQL
+    -- does not inline a SQL function whose argument holds a sub-select used twice in its body, so
+    -- dna.tenant_visible(tenant, (SELECT ...)) ran the SQL-function executor once per non-base row
+    -- (bench/policy_cost.py). The arms keep dna.tenant_visible's meaning, in an order that reads the
+    -- second InitPlan (the '*' arm) only for a row that is neither base, nor listed, nor personal.
     SELECT CASE WHEN coalesce(citus, EXISTS (SELECT 1 FROM pg_catalog.pg_extension AS e WHERE e.extname = 'citus'))
                 THEN $p$tenant = '' OR dna.tenant_visible(tenant, dna.visible_tenants())$p$
-                ELSE $p$tenant = '' OR dna.tenant_visible(tenant, (SELECT dna.visible_tenants()))$p$ END
+                ELSE $p$tenant = '' OR tenant = ANY ((SELECT dna.visible_tenants())::text[]) OR (NOT starts_with(tenant, 'personal:') AND '*' = ANY ((SELECT dna.visible_tenants())::text[]))$p$ END
 $$;
 
 COMMENT ON FUNCTION dna.tenant_policy(boolean) IS
 'The USING and WITH CHECK expression of the row-level-security policy dna.protect_table creates '
-'(revision 0018_citus_ready): a row of the shared base ('''') passes on its tenant alone; any other row is '
-'visible when dna.tenant_visible(tenant, dna.visible_tenants()). citus => true (default: when the citus '
-'extension is installed): no sublink, as Citus requires of a policy (dna.visible_tenants() per non-base row); '
-'false: the call as an InitPlan (once per statement: ~6x cheaper on a partition of personal rows). Both forms '
-'admit the same rows. A server that gains Citus re-runs dna.protect_table on every protected table.';
+'(revision 0018_citus_ready; 0021_holds_in_use writes the one-node form out): a row of the shared base '
+'('''') passes on its tenant alone; any other row is visible when dna.tenant_visible(tenant, '
+'dna.visible_tenants()). citus => true (default: when the citus extension is installed): that call, without '
+'a sublink, as Citus requires of a policy (dna.visible_tenants() per non-base row); false: the same test '
+'written out inline, tenant = ANY ((SELECT dna.visible_tenants())::text[]) OR (NOT starts_with(tenant, ''personal:'') '
+'AND ''*'' = ANY ((SELECT dna.visible_tenants())::text[])): the list an InitPlan (once per statement), no '
+'function call per row. Both forms admit the same rows. A server that gains Citus re-runs '
+'dna.protect_table on every protected table.';
 
 CREATE OR REPLACE FUNCTION dna.protect_table(tbl regclass)
 RETURNS void
@@ -234,7 +244,8 @@ $$;
 COMMENT ON FUNCTION dna.protect_table(regclass) IS
 'Migration helper: ENABLE and FORCE row-level security on a table with a tenant column and (re)create '
 'its policy dna_tenant_isolation (USING and WITH CHECK dna.tenant_policy(): tenant = '''' OR '
-'dna.tenant_visible(tenant, dna.visible_tenants()), without a sublink where Citus is installed). '
+'dna.tenant_visible(tenant, dna.visible_tenants()) where Citus is installed, no sublink; on one node the '
+'same test written out inline with dna.visible_tenants() an InitPlan). '
 'A revision that adds a width table calls it; so does a server that gains Citus, for every protected table. '
 'Needs the table owner or a superuser. 22023 when tbl is not a table of schema dna with a tenant column.';
 

@@ -47,6 +47,16 @@ segments, so a scope written only through the SQL verbs stays near its compacted
 compaction also ANALYZE the BM25 tables they changed once the rows changed since the last ANALYZE reach
 200 + a quarter of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
 is not rebuilt: a memtable already past the limit is sealed by the next write to its partition.
+
+Topic ``policy_inline`` (issue 26 item 4): on one node the tenant policy writes ``dna.tenant_visible``'s
+test out inline, ``tenant = '' OR tenant = ANY ((SELECT dna.visible_tenants())::text[]) OR (NOT
+starts_with(tenant, 'personal:') AND '*' = ANY ((SELECT dna.visible_tenants())::text[]))`` (``dna.tenant_policy``,
+tenancy.sql): PostgreSQL did not inline the call (its argument, a sub-select, is used twice in the body), so
+every non-base row ran the SQL-function executor. Same rows admitted; ``after_policy_inline.sql`` re-creates
+every protected table's policy (not where citus is installed: that form is unchanged),
+``undo_policy_inline.sql`` gives 0020's policies back. search.sql: the HNSW lane's statement runs without
+bitmap scans for every caller (before: only with past texts), so that a role under row-level security, whose
+estimate the policy lowers, takes HNSW as the superuser does. ``bench/policy_cost.py`` measures both.
 """
 import sys
 from pathlib import Path
@@ -91,7 +101,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
 CHANGED: tuple[str, ...] = ("catalog.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql",
-                            "memory_integrity.sql")
+                            "memory_integrity.sql", "tenancy.sql")
 
 
 def changed_files() -> list[str]:
