@@ -18,7 +18,8 @@ PostgreSQL, an unmigrated database and embedding failures print one red line (wi
 hint) and exit 1, never a traceback.
 
 This module only builds the top-level group and mounts the commands; they live in ``pydna.cli_db``,
-``pydna.cli_index``, ``pydna.cli_search`` and ``pydna.cli_memory``, and what they share in
+``pydna.cli_index`` (with ``pydna.cli_files`` and ``pydna.cli_sources``), ``pydna.cli_search``, ``pydna.cli_memory``,
+``pydna.cli_keys`` and ``pydna.cli_reindex``, and what they share in
 ``pydna.cli_common`` (which none of them imports from here). To add a command group, define its
 ``typer.Typer`` in its own module and mount it below with ``app.add_typer``.
 """
@@ -33,7 +34,8 @@ from typer.core import TyperGroup
 from pydna.cli_common import ENV_DSN, CliError, CliState, cli_state, describe_error, print_error  # noqa: F401
 from pydna.cli_db import db_app
 from pydna.cli_keys import keys_app
-from pydna.cli_index import index, markdown_snippet, markdown_title  # noqa: F401  (re-exported)
+from pydna.cli_files import markdown_snippet, markdown_title  # noqa: F401  (re-exported)
+from pydna.cli_index import index
 from pydna.cli_search import recall, replay, scopes
 from pydna.cli_reindex import reindex
 

@@ -24,6 +24,7 @@ from pydna import maintenance, migrate
 from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
 from pydna.receipts import ReceiptsMixin
+from pydna.records import RECORD_KEYS, Record, record_metadata  # noqa: F401  (re-exported)
 from pydna.sqlcalls import captured_notices, kinds_arg, register_embedder  # noqa: F401  (kinds_arg: re-exported)
 
 
@@ -48,48 +49,6 @@ def check_migrated(conn: psycopg.Connection) -> None:
                                    f"(head {want}): upgrade the pydna package")
         raise NotMigratedError(f"this database is at revision {applied}, this pydna needs {want}: "
                                "run `dna db upgrade`")
-
-
-@dataclass(frozen=True)
-class Record:
-    """A document to index: ``kind``/``name`` identify it in a scope; ``title`` + ``body`` are its text."""
-
-    kind: str
-    name: str
-    body: str
-    title: str | None = None
-    tenant: str = ""
-    snippet: str | None = None
-    #: How to cut ``body`` into passages: "markdown", "rst" or "text"; None = by ``name``'s suffix.
-    format: str | None = None
-    #: What filters read (``dna.search(filter => ...)``): a JSON object; None = none (``{}``).
-    metadata: Mapping[str, Any] | None = field(default=None, hash=False)
-
-    @classmethod
-    def coerce(cls, item: "Record | Mapping[str, Any]", kind: str | None = None, tenant: str = "") -> "Record":
-        """A ``Record`` from a mapping: the known keys (``RECORD_KEYS``) are its fields, every other
-        key goes into ``metadata`` (an explicit ``metadata`` mapping wins over them)."""
-        if isinstance(item, Record):
-            return item
-        body = item.get("body", item.get("text"))
-        return cls(kind=item.get("kind") or kind or "", name=str(item.get("name", item.get("_id", ""))),
-                   body=body if body is not None else "", title=item.get("title"),
-                   tenant=item.get("tenant", tenant) or "", snippet=item.get("snippet"),
-                   format=item.get("format"), metadata=record_metadata(item))
-
-
-#: The keys of a record mapping (a JSONL line) that are a ``Record``'s own fields; any other key is metadata.
-RECORD_KEYS = frozenset({"kind", "name", "_id", "title", "body", "text", "tenant", "snippet", "format", "metadata"})
-
-
-def record_metadata(item: Mapping[str, Any]) -> dict[str, Any]:
-    """The metadata of a record mapping: its keys beyond ``RECORD_KEYS``, then the entries of its
-    ``metadata`` mapping (which win). A ``metadata`` that is not a mapping is refused (ValueError)."""
-    extra = {k: v for k, v in item.items() if k not in RECORD_KEYS}
-    given = item.get("metadata")
-    if given is not None and not isinstance(given, Mapping):
-        raise ValueError(f"`metadata` must be a JSON object, got {type(given).__name__}")
-    return {**extra, **dict(given or {})}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pydna.cli import app
-from pydna.cli_index import sniff_text
+from pydna.cli_files import sniff_text
 
 FAKE = ["--embedder", "fake"]
 
