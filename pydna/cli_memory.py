@@ -327,6 +327,53 @@ def forget_cmd(
     _console().print(f"{kind}/{name} {state} (valid_to {result['valid_to']}{sup})", markup=False)
 
 
+@memory_app.command("get")
+def get_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The memory's name.")],
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
+    now: Annotated[Optional[str], typer.Option("--now", help="World time to say whether it is in force (ISO-8601).")] = None,
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """One memory by name as it stands (dna.get_memory): its text, validity, latest version and who wrote it."""
+    m = _run(ctx, "none", as_json, lambda memory: memory.get(scope, name, kind=kind, tenant=tenant, personal=personal,
+                                                             now=parse_time(now, "--now")))
+    if m is None:
+        return
+    out = _console()
+    state = "in force" if m["in_force"] else "not in force"
+    out.print(f"{m['kind']}/{m['name']} · {state} · valid {m['valid_from']} → {m['valid_to'] or 'open'}", markup=False)
+    out.print(f"  {m['spec'].get('summary') or m['spec'].get('title') or ''}", markup=False)
+    out.print(f"  version {m['version']} ({m['last_op']}) at {m['last_recorded_at']} by {m['last_recorded_by'] or 'unknown'}",
+              markup=False)
+
+
+@memory_app.command("history")
+def history_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The memory's name.")],
+    kind: Annotated[str, typer.Option("--kind", help="Memory Kind.")] = "Engram",
+    scope: ScopeOpt = DEFAULT_SCOPE,
+    tenant: TenantOpt = "",
+    personal: PersonalOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every version kept of one memory, oldest first (dna.memory_history): what each write did, when, who."""
+    h = _run(ctx, "none", as_json, lambda memory: memory.history(scope, name, kind=kind, tenant=tenant,
+                                                                 personal=personal))
+    if h is None:
+        return
+    out = _console()
+    out.print(f"{h['kind']}/{h['name']}: {len(h['versions'])} version{'s' if len(h['versions']) != 1 else ''}",
+              markup=False)
+    for v in h["versions"]:
+        out.print(f"  {v['version']:>3}. {v['op']:<8} {v['recorded_at']} by {v['recorded_by'] or 'unknown'} · "
+                  f"valid {v['valid_from']} → {v['valid_to'] or 'open'} · {_short(v.get('summary'))}", markup=False)
+
+
 @memory_app.command("revive")
 def revive_cmd(
     ctx: typer.Context,

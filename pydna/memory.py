@@ -273,6 +273,21 @@ class Memory:
         return self._one("SELECT dna.revive(%s, %s, %s, kind => %s, tenant => %s, now => %s, personal => %s)",
                          (scope, name, revived_by, kind, tenant, now, personal))
 
+    def get(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
+            now: datetime | None = None) -> dict:
+        """One memory by name as it stands (``dna.get_memory``): spec, metadata, validity, ``in_force`` at
+        ``now``, its latest version and the role that wrote it. ``psycopg.errors.NoDataFound`` (P0002,
+        the hint names the nearest names) when the caller sees no such memory. Reinforces nothing."""
+        return self._one("SELECT dna.get_memory(%s, %s, kind => %s, tenant => %s, personal => %s, now => %s)",
+                         (scope, name, kind, tenant, personal, now))
+
+    def history(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "",
+                personal: bool = False) -> dict:
+        """Every version kept of one memory, oldest first (``dna.memory_history``): op, recorded_at,
+        recorded_by (who wrote it: who forgot a shared memory), validity, summary, spec. P0002 as :meth:`get`."""
+        return self._one("SELECT dna.memory_history(%s, %s, kind => %s, tenant => %s, personal => %s)",
+                         (scope, name, kind, tenant, personal))
+
     def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
              include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
              personal: bool = False, filter: Mapping[str, Any] | None = None) -> dict:

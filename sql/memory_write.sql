@@ -266,6 +266,9 @@ BEGIN
         NEW.ts_config := (SELECT c.ts_config FROM dna.search_config(NEW.scope) AS c);
         NEW.text_digest := md5(body);
         NEW.text_tsv := dna.text_tsvector(NEW.ts_config, body);
+        -- Who wrote the version (0021): the role the write ran as (SET ROLE included: a door's key), set
+        -- here whatever the INSERT said, so that the history names who retired a shared memory.
+        NEW.recorded_by := current_user::text;
         RETURN NEW;
     END IF;
     -- DELETE: the one narrow path is the Kind's retention (what dna.instances_after_write prunes):
@@ -298,7 +301,8 @@ COMMENT ON FUNCTION dna.versions_append_only() IS
 'pruning, the one path) or, once a redactor made the record a tombstone (dna.redact), of its versions '
 'before the tombstone. An accepted INSERT gets its derived text columns from its own row, whatever it '
 'carried: text_digest = md5(dna.memory_text(kind, spec)), ts_config = the scope''s configuration '
-'(dna.search_config), text_tsv = dna.text_tsvector(ts_config, that text). Errors: 42501 naming the verb to use.';
+'(dna.search_config), text_tsv = dna.text_tsvector(ts_config, that text), and recorded_by = current_user (the role '
+'the write ran as; revision 0021). Errors: 42501 naming the verb to use.';
 
 CREATE OR REPLACE FUNCTION dna.instances_after_write()
 RETURNS trigger

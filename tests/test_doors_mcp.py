@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from doors_world import SCOPE, SECRET, door_roles, door_world  # noqa: F401  (fixtures)
 
 TOOLS = {"search", "recall", "remember", "remember_many", "remember_conversation", "forget", "revive", "list_memories",
-         "consolidate",
+         "get_memory", "memory_history", "consolidate",
          "delete_memory"}
 
 

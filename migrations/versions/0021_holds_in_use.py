@@ -57,6 +57,11 @@ every protected table's policy (not where citus is installed: that form is uncha
 ``undo_policy_inline.sql`` gives 0020's policies back. search.sql: the HNSW lane's statement runs without
 bitmap scans for every caller (before: only with past texts), so that a role under row-level security, whose
 estimate the policy lowers, takes HNSW as the superuser does. ``bench/policy_cost.py`` measures both.
+memory_reads (memory_read.sql, new; memory_write.sql; before_/undo_memory_reads.sql): ``dna_versions`` gains
+``recorded_by`` (the role a version was written as, set by ``dna.versions_append_only`` whatever the INSERT
+said; NULL for the versions already there); ``dna.get_memory`` reads one memory by name as it stands and
+``dna.memory_history`` its versions oldest first, with who wrote each (who forgot a shared memory). The
+downgrade drops the column and the three functions.
 """
 import sys
 from pathlib import Path
@@ -75,7 +80,8 @@ depends_on = None
 ORDER = ("catalog.sql", "embedding.sql", "fusion.sql", "search_support.sql", "metadata.sql", "bm25.sql", "bm25_lane.sql",
          "bm25_write.sql", "bm25_compact.sql", "documents.sql", "search.sql", "memory_time.sql", "memory_scoring.sql",
          "memory_ranking.sql", "memory_kinds.sql", "memory_write.sql", "memory_as_of.sql", "memory_verbs.sql",
-         "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_erasure.sql", "memory_integrity.sql",
+         "memory_batch.sql", "conversations.sql", "memory_lifecycle.sql", "memory_read.sql", "memory_erasure.sql",
+         "memory_integrity.sql",
          "memory_contradictions.sql",
          "consolidate.sql", "receipts.sql", "tenancy.sql", "distribute.sql")
 # The texts 0020 re-ran (its CHANGED) are frozen in versions/0020_real_use/, those 0019 re-ran in
@@ -89,7 +95,7 @@ _BY_0019 = ("catalog.sql", "embedding.sql", "search_support.sql", "metadata.sql"
 _BY_0018 = ("fusion.sql", "memory_scoring.sql")
 _BY_0017 = ("memory_ranking.sql",)
 # Plane files this revision creates (no earlier text).
-NEW: tuple[str, ...] = ()
+NEW: tuple[str, ...] = ("memory_read.sql",)
 # Where the text released before this revision is frozen, for every other plane file.
 PREVIOUS = {name: ("0020_real_use" if name in _BY_0020 else
                    "0019_where_users_run" if name in _BY_0019 else
@@ -101,7 +107,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
 CHANGED: tuple[str, ...] = ("catalog.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql",
-                            "memory_integrity.sql", "tenancy.sql")
+                            "memory_write.sql", "memory_read.sql", "memory_integrity.sql", "tenancy.sql")
 
 
 def changed_files() -> list[str]:

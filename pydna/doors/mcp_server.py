@@ -176,6 +176,22 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
                                             revived_by=revived_by, now=now))
 
     @server.tool(annotations=_READ)
+    def get_memory(name: f.MemoryName, scope: OptScope = None, kind: f.Kind = "Engram", tenant: f.Tenant = "",
+                   personal: f.Personal = False, now: f.Now = None) -> dict[str, Any]:
+        """One memory by name as it stands (dna.get_memory): {kind, name, spec, metadata, valid_from, valid_to,
+        in_force, version, last_op, last_recorded_by, ...}. Does not write (nothing is reinforced)."""
+        return door.call(lambda v: v.get_memory(scope_of(scope), name, kind=kind, tenant=tenant, personal=personal,
+                                                now=now))
+
+    @server.tool(annotations=_READ)
+    def memory_history(name: f.MemoryName, scope: OptScope = None, kind: f.Kind = "Engram", tenant: f.Tenant = "",
+                       personal: f.Personal = False) -> dict[str, Any]:
+        """Every version kept of one memory, oldest first (dna.memory_history): {versions: [{version, op,
+        recorded_at, recorded_by (who wrote it, e.g. who forgot it), valid_from, valid_to, summary, spec}]}."""
+        return door.call(lambda v: v.memory_history(scope_of(scope), name, kind=kind, tenant=tenant,
+                                                    personal=personal))
+
+    @server.tool(annotations=_READ)
     def list_memories(scope: OptScope = None, kinds: f.Kinds = None, tenant: f.Tenant = "",
                       personal: f.Personal = False, include_forgotten: f.IncludeForgotten = False,
                       now: f.Now = None, limit: f.ListLimit = 100, filter: f.Filter = None) -> dict[str, Any]:

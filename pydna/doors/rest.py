@@ -353,6 +353,27 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
             scope_of(req.scope), name, kind=req.kind, tenant=req.tenant, personal=req.personal,
             revived_by=req.revived_by, now=req.now))
 
+    @app.get("/v1/memories/{name}", tags=["memory"],
+             summary="One memory by name as it stands (dna.get_memory); reinforces nothing")
+    def get_memory(
+        name: Annotated[f.MemoryName, Path()], credentials: Credentials,
+        scope: Annotated[ScopeOpt, Query()] = None, kind: Annotated[f.Kind, Query()] = "Engram",
+        tenant: Annotated[f.Tenant, Query()] = "", personal: Annotated[f.Personal, Query()] = False,
+        now: Annotated[f.Now, Query()] = None,
+    ) -> dict[str, Any]:
+        return run(credentials, lambda v: v.get_memory(scope_of(scope), name, kind=kind, tenant=tenant,
+                                                       personal=personal, now=now))
+
+    @app.get("/v1/memories/{name}/history", tags=["memory"],
+             summary="Every version kept of one memory, oldest first, with who wrote it (dna.memory_history)")
+    def memory_history(
+        name: Annotated[f.MemoryName, Path()], credentials: Credentials,
+        scope: Annotated[ScopeOpt, Query()] = None, kind: Annotated[f.Kind, Query()] = "Engram",
+        tenant: Annotated[f.Tenant, Query()] = "", personal: Annotated[f.Personal, Query()] = False,
+    ) -> dict[str, Any]:
+        return run(credentials, lambda v: v.memory_history(scope_of(scope), name, kind=kind, tenant=tenant,
+                                                           personal=personal))
+
     @app.delete("/v1/memories/{name}", tags=["memory"], status_code=405,
                 summary="Refused (405): memories are never deleted; use POST /v1/memories/{name}/forget",
                 responses={405: {"description": "Always: the body names POST /v1/memories/{name}/forget."}})

@@ -214,6 +214,14 @@ class Verbs:
         return self.memory.revive(scope, name, revived_by=revived_by, kind=kind, tenant=tenant, now=utc(now),
                                   personal=personal)
 
+    def get_memory(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
+                   now: datetime | None = None) -> dict[str, Any]:
+        return self.memory.get(scope, name, kind=kind, tenant=tenant, personal=personal, now=utc(now))
+
+    def memory_history(self, scope: str, name: str, *, kind: str = "Engram", tenant: str = "",
+                       personal: bool = False) -> dict[str, Any]:
+        return self.memory.history(scope, name, kind=kind, tenant=tenant, personal=personal)
+
     def list_memories(self, scope: str, *, kinds: Sequence[str] | None = None, tenant: str = "",
                       personal: bool = False, include_forgotten: bool = False, now: datetime | None = None,
                       limit: int = 100, filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
