@@ -83,31 +83,13 @@ def _console():
 
 
 def parse_claim(text: str) -> dict[str, Any]:
-    """``[SUBJECT::]PREDICATE=[!]OBJECT`` → a claim. ``!`` denies; an empty object is an existence
-    claim (``predicate=`` asserts the predicate exists, ``predicate=!`` denies it)."""
-    raw = text
-    subject = None
-    if "::" in text:
-        subject, text = text.split("::", 1)
-        subject = subject.strip()
-        if not subject:
-            raise _error(f"--claim {raw!r}: the subject before '::' is empty")
-    if "=" not in text:
-        raise _error(f"--claim {raw!r}: expected [SUBJECT::]PREDICATE=[!]OBJECT")
-    predicate, obj = text.split("=", 1)
-    predicate = predicate.strip()
-    if not predicate:
-        raise _error(f"--claim {raw!r}: the predicate is empty")
-    obj = obj.strip()
-    polarity = "asserts"
-    if obj.startswith("!"):
-        polarity, obj = "denies", obj[1:].strip()
-    claim: dict[str, Any] = {"predicate": predicate, "polarity": polarity}
-    if subject:
-        claim["subject"] = subject
-    if obj:
-        claim["object"] = obj
-    return claim
+    """``--claim [SUBJECT::]PREDICATE=[!]OBJECT`` → a claim (``pydna.claims.parse_claim``); a bad one exits 1."""
+    from pydna.claims import parse_claim as parse
+
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise _error(f"--{exc}") from None
 
 
 def _short(text: Any, width: int = 70) -> str:

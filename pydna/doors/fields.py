@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 MemoryKind = Literal["Engram", "Research", "Evidence", "Turn", "Episode"]
 WritableKind = Literal["Engram", "Research", "Evidence"]   # Turn and Episode come from remember_conversation
@@ -106,9 +106,20 @@ class Claim(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-Claims = Annotated[Optional[list[Claim]], Field(
-    description="Claims to declare. Declare one only when a LATER value of the same predicate would make this "
-                "memory false (a plan, a location, a status); consolidate reports contradictions between them.")]
+def _claim_text(value: Any) -> Any:
+    """A claim given as text, the CLI's form (``User/me::prod_db=postgres17``), as its object."""
+    if isinstance(value, str):
+        from pydna.claims import parse_claim
+
+        return parse_claim(value)          # ValueError: the field's 422 / tool error names the form
+    return value
+
+
+Claims = Annotated[Optional[list[Annotated[Claim, BeforeValidator(_claim_text)]]], Field(
+    description="Claims to declare, each an object or the text [SUBJECT::]PREDICATE=[!]OBJECT (e.g. "
+                "\"User/me::prod_db=postgres17\"; ! denies). Declare one only when a LATER value of the same predicate "
+                "would make this memory false (a plan, a location, a status); consolidate reports contradictions "
+                "between them.")]
 
 
 Filter = Annotated[Optional[dict[str, Any]], Field(
