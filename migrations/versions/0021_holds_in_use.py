@@ -13,8 +13,6 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-(each topic appends its paragraph here)
-
 reindex_documents (memory_integrity.sql): ``dna.reconcile(scope, 'reembed', model_id)`` also returns
 ``documents_to_embed``, the documents with no vector under model_id as another model_id holds them
 (every passage with its text, heading and span, and the document's metadata; new
@@ -39,7 +37,7 @@ off (as with sequential scans off): the planner priced the wider graph search ab
 of up to ~20,000 rows. explain's dense part reports the ef_search in force and the rule (``ef_search_rule``).
 ``search.sql`` re-runs; no schema change; the downgrade drops the new function.
 
-bounded_memtable: the BM25 write path bounds the memtable itself. A statement that leaves more than
+bounded_memtable (bm25_write.sql, bm25_compact.sql; issue 26 items 1 and 3): the BM25 write path bounds the memtable itself. A statement that leaves more than
 ``dna.bm25_memtable_limit()`` (2,000) documents in a partition's memtable seals them into a segment
 (``dna.bm25_bound_memtable``, the seal of ``dna.bm25_compact``) and merges level 0 once it holds 4
 segments, so a scope written only through the SQL verbs stays near its compacted speed; higher levels stay
@@ -48,7 +46,7 @@ compaction also ANALYZE the BM25 tables they changed once the rows changed since
 200 + a quarter of it (``dna.bm25_keep_statistics``), so the lanes' plans never wait for autovacuum. Stored data
 is not rebuilt: a memtable already past the limit is sealed by the next write to its partition.
 
-Topic ``policy_inline`` (issue 26 item 4): on one node the tenant policy writes ``dna.tenant_visible``'s
+policy_inline (issue 26 item 4): on one node the tenant policy writes ``dna.tenant_visible``'s
 test out inline, ``tenant = '' OR tenant = ANY ((SELECT dna.visible_tenants())::text[]) OR (NOT
 starts_with(tenant, 'personal:') AND '*' = ANY ((SELECT dna.visible_tenants())::text[]))`` (``dna.tenant_policy``,
 tenancy.sql): PostgreSQL did not inline the call (its argument, a sub-select, is used twice in the body), so
@@ -57,6 +55,7 @@ every protected table's policy (not where citus is installed: that form is uncha
 ``undo_policy_inline.sql`` gives 0020's policies back. search.sql: the HNSW lane's statement runs without
 bitmap scans for every caller (before: only with past texts), so that a role under row-level security, whose
 estimate the policy lowers, takes HNSW as the superuser does. ``bench/policy_cost.py`` measures both.
+
 memory_reads (memory_read.sql, new; memory_write.sql; before_/undo_memory_reads.sql): ``dna_versions`` gains
 ``recorded_by`` (the role a version was written as, set by ``dna.versions_append_only`` whatever the INSERT
 said; NULL for the versions already there); ``dna.get_memory`` reads one memory by name as it stands and
