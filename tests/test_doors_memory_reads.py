@@ -51,3 +51,21 @@ def test_mcp_get_memory_and_history(door_world):
             refused = await _call(alice, "get_memory", name="cache-home", identity="bob")
             assert refused.is_error and "identity" in refused.content[0].text
     anyio.run(main)
+
+
+def test_rest_refuses_unknown_query_parameters_by_name(door_world):
+    """A query parameter a route does not take is refused (422, in the error shape, naming the one meant),
+    as an unknown body field is; nothing runs."""
+    app = create_app(door_world.dsn_of("door"), FakeEmbeddingProvider(), scope=SCOPE, max_size=2)
+    with TestClient(app) as client:
+        alice = auth(door_world.keys["alice"])
+        listed = client.get("/v1/memories", headers=alice, params={"kinds": "Engram"})
+        assert listed.status_code == 422, listed.text
+        err = listed.json()["error"]
+        assert "unknown query parameter 'kinds' (did you mean 'kind'?)" in err["message"] and err["field"] == "query"
+        recalled = client.get("/v1/memories/search", headers=alice, params={"q": "x", "bogus": "1", "kk": "3"})
+        assert recalled.status_code == 422 and "'bogus', 'kk' (did you mean 'k'?)" in recalled.json()["error"]["message"]
+        got = client.get("/v1/memories/deploy-day", headers=alice, params={"persnal": "true"})
+        assert got.status_code == 422 and "did you mean 'personal'?" in got.json()["error"]["message"]
+        assert client.get("/v1/memories", headers=alice, params={"kind": "Engram"}).status_code == 200
+        assert client.get("/healthz", params={"x": "1"}).status_code == 422

@@ -164,6 +164,34 @@ _bearer = HTTPBearer(auto_error=False, description="An API key from dna.create_a
 Credentials = Annotated[Optional[HTTPAuthorizationCredentials], Depends(_bearer)]
 
 
+def refuse_unknown_query(request: Request) -> None:
+    """Every route: a query parameter it does not take is refused by name (422), as an unknown body field
+    is, never ignored (``?kinds=`` for ``?kind=`` would otherwise list every Kind): the message names the
+    closest parameter it takes."""
+    import difflib
+
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    names: set[str] = set()
+    stack = [dependant]
+    while stack:                                  # the route's own parameters and its dependencies'
+        d = stack.pop()
+        names |= {p.alias for p in d.query_params}
+        stack += d.dependencies
+    known = sorted(names)
+    unknown = sorted(set(request.query_params) - set(known))
+    if unknown:
+        parts = []
+        for name in unknown:
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            parts.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        takes = ", ".join(known) if known else "no query parameters"
+        raise DoorError(422, f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(parts)}; "
+                             f"{request.method} {route.path} takes: {takes}", extra={"field": "query"})
+
+
 def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT_SCOPE, min_size: int = 1,
                max_size: int = 8, pool_timeout: float = 10.0) -> FastAPI:
     """The ASGI app. ``dsn``: the door's login role (it must be a member of every role its keys map to:
@@ -197,6 +225,7 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
 
     app = FastAPI(
         title="pydna REST door", version=__version__, lifespan=lifespan,
+        dependencies=[Depends(refuse_unknown_query)],
         description="The memory verbs of pydna over HTTP. Each request runs its SQL in one transaction as the "
                     "database role its API key maps to (SET LOCAL ROLE), so row-level security and personal "
                     "memory are the role's own. Errors: {error: {status, sqlstate, message, detail?, hint?}}.")
