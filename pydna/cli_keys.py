@@ -19,7 +19,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from pydna.cli_common import CliError, cli_state, database_dsn, echo_json, stderr, stdout
+from pydna.cli_common import CliError, database_dsn, echo_json, stderr, stdout
 
 keys_app = typer.Typer(help="API keys of the REST door (dna serve): create, list, revoke (as the DBA).",
                        no_args_is_help=True)
@@ -31,8 +31,7 @@ def _admin_conn(ctx: typer.Context):
 
     from pydna import server
 
-    dsn = cli_state(ctx).dsn or database_dsn(ctx)
-    return psycopg.connect(server.admin_dsn_for(dsn))
+    return psycopg.connect(server.admin_dsn_for(database_dsn(ctx)))
 
 
 def _role(conn, name: str) -> dict[str, Any] | None:

@@ -7,33 +7,8 @@
 --
 -- Both read with the caller's rights: row-level security decides what is visible (a personal memory is
 -- its owner's; personal => true reads the caller's own partition). A name that is not there raises
--- P0002 with the nearest names of the partition, as dna.forget does. Read-only.
-
-CREATE OR REPLACE FUNCTION dna.memory_not_found(verb text, scope text, kind text, name text, tenant text)
-RETURNS void
-LANGUAGE plpgsql STABLE
-AS $$
-#variable_conflict use_variable
-BEGIN
-    RAISE EXCEPTION '%: no %/% in scope % (tenant %)', verb, kind, name, quote_literal(scope), quote_literal(tenant)
-        USING ERRCODE = 'P0002',
-              HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind,
-                            dna.nearest_names_text(name, ARRAY(
-                                (SELECT i.name FROM dna.dna_instances AS i
-                                 WHERE i.scope = memory_not_found.scope AND i.kind = memory_not_found.kind
-                                   AND i.tenant = memory_not_found.tenant AND i.name >= memory_not_found.name
-                                 ORDER BY i.name LIMIT 100)
-                                UNION
-                                (SELECT i.name FROM dna.dna_instances AS i
-                                 WHERE i.scope = memory_not_found.scope AND i.kind = memory_not_found.kind
-                                   AND i.tenant = memory_not_found.tenant AND i.name < memory_not_found.name
-                                 ORDER BY i.name DESC LIMIT 100)), 3));
-END
-$$;
-
-COMMENT ON FUNCTION dna.memory_not_found(text, text, text, text, text) IS
-'Internal (dna.get_memory, dna.memory_history): raises P0002 "<verb>: no <kind>/<name> in scope … (tenant …)" '
-'with the nearest names of the partition in the hint (dna.nearest_names over the 200 names beside it).';
+-- P0002 with the nearest names of the partition (dna.memory_not_found, sql/memory_verbs.sql), as dna.forget
+-- does. Read-only.
 
 CREATE OR REPLACE FUNCTION dna.get_memory(scope text, name text, kind text DEFAULT 'Engram', tenant text DEFAULT '',
                                           personal boolean DEFAULT false, now timestamptz DEFAULT NULL)

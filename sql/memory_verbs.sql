@@ -46,6 +46,35 @@ COMMENT ON FUNCTION dna.memory_name(text, jsonb) IS
 'The stable name of a memory given without one: rem- and 16 hex digits of SHA-256 over its Kind and '
 'text, so remembering the same text twice names the same memory. Pure.';
 
+CREATE OR REPLACE FUNCTION dna.memory_not_found(verb text, scope text, kind text, name text, tenant text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+BEGIN
+    -- Most often a typo: the hint names the nearest names of the partition (dna.nearest_names over
+    -- the 200 names beside it in sort order, so that the error path stays cheap in a large scope).
+    RAISE EXCEPTION '%: no %/% in scope % (tenant %)', verb, kind, name, quote_literal(scope), quote_literal(tenant)
+        USING ERRCODE = 'P0002',
+              HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind,
+                            dna.nearest_names_text(name, ARRAY(
+                                (SELECT i.name FROM dna.dna_instances AS i
+                                 WHERE i.scope = memory_not_found.scope AND i.kind = memory_not_found.kind
+                                   AND i.tenant = memory_not_found.tenant AND i.name >= memory_not_found.name
+                                 ORDER BY i.name LIMIT 100)
+                                UNION
+                                (SELECT i.name FROM dna.dna_instances AS i
+                                 WHERE i.scope = memory_not_found.scope AND i.kind = memory_not_found.kind
+                                   AND i.tenant = memory_not_found.tenant AND i.name < memory_not_found.name
+                                 ORDER BY i.name DESC LIMIT 100)), 3));
+END
+$$;
+
+COMMENT ON FUNCTION dna.memory_not_found(text, text, text, text, text) IS
+'Internal (dna.lock_memory for the write verbs, dna.get_memory, dna.memory_history): raises P0002 '
+'"<verb>: no <kind>/<name> in scope … (tenant …)" with the nearest names of the partition in the hint '
+'(dna.nearest_names over the 200 names beside it).';
+
 DROP FUNCTION IF EXISTS dna.lock_memory(text, text, text, text);  -- before required_by
 CREATE OR REPLACE FUNCTION dna.lock_memory(scope text, kind text, name text, tenant text,
                                            required_by text DEFAULT NULL, OUT api text, OUT stored jsonb)
@@ -63,18 +92,7 @@ BEGIN
     WHERE i.scope = scope AND i.kind = kind AND i.api_version = api AND i.name = name AND i.tenant = tenant
     FOR UPDATE;
     IF stored IS NULL AND required_by IS NOT NULL THEN   -- spec is NOT NULL: no such row
-        -- Most often a typo: the hint names the nearest names of the partition (dna.nearest_names over
-        -- the 200 names beside it in sort order, so that the error path stays cheap in a large scope).
-        RAISE EXCEPTION '%: no %/% in scope % (tenant %)', required_by, kind, name, quote_literal(scope),
-            quote_literal(tenant) USING ERRCODE = 'P0002',
-            HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind, dna.nearest_names_text(name, ARRAY(
-                (SELECT i.name FROM dna.dna_instances AS i
-                 WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
-                   AND i.name >= lock_memory.name ORDER BY i.name LIMIT 100)
-                UNION
-                (SELECT i.name FROM dna.dna_instances AS i
-                 WHERE i.scope = lock_memory.scope AND i.kind = lock_memory.kind AND i.tenant = lock_memory.tenant
-                   AND i.name < lock_memory.name ORDER BY i.name DESC LIMIT 100)), 3));
+        PERFORM dna.memory_not_found(required_by, scope, kind, name, tenant);
     END IF;
 END
 $$;

@@ -56,11 +56,12 @@ every protected table's policy (not where citus is installed: that form is uncha
 bitmap scans for every caller (before: only with past texts), so that a role under row-level security, whose
 estimate the policy lowers, takes HNSW as the superuser does. ``bench/policy_cost.py`` measures both.
 
-memory_reads (memory_read.sql, new; memory_write.sql; before_/undo_memory_reads.sql): ``dna_versions`` gains
+memory_reads (memory_read.sql, new; memory_write.sql; memory_verbs.sql; before_/undo_memory_reads.sql): ``dna_versions`` gains
 ``recorded_by`` (the role a version was written as, set by ``dna.versions_append_only`` whatever the INSERT
 said; NULL for the versions already there); ``dna.get_memory`` reads one memory by name as it stands and
-``dna.memory_history`` its versions oldest first, with who wrote each (who forgot a shared memory). The
-downgrade drops the column and the three functions.
+``dna.memory_history`` its versions oldest first, with who wrote each (who forgot a shared memory); a name
+not there raises the write verbs' P0002, now one function (``dna.memory_not_found``, memory_verbs.sql,
+which ``dna.lock_memory`` calls). The downgrade drops the column and the three functions.
 """
 import sys
 from pathlib import Path
@@ -106,7 +107,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0021_holds_in_use/ (this revision then reads it there).
 CHANGED: tuple[str, ...] = ("catalog.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql",
-                            "memory_write.sql", "memory_read.sql", "memory_integrity.sql", "tenancy.sql")
+                            "memory_write.sql", "memory_verbs.sql", "memory_read.sql", "memory_integrity.sql",
+                            "tenancy.sql")
 
 
 def changed_files() -> list[str]:
