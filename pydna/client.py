@@ -24,7 +24,7 @@ from pydna import maintenance, migrate
 from pydna.embeddings.base import EmbeddingPort, embed_for, role_prefix
 from pydna.memory import Memory
 from pydna.receipts import ReceiptsMixin
-from pydna.records import RECORD_KEYS, Record, record_metadata  # noqa: F401  (re-exported)
+from pydna.records import RECORD_KEYS, Record, embedding_text, record_metadata  # noqa: F401  (re-exported)
 from pydna.sqlcalls import captured_notices, kinds_arg, register_embedder  # noqa: F401  (kinds_arg: re-exported)
 
 
@@ -387,7 +387,7 @@ class Client(ReceiptsMixin):
              [r.body for r in batch], [r.tenant for r in batch]))]
         embeddings: list[Vector | None] = [None] * len(batch)
         if stale:
-            texts = [" ".join(p for p in (batch[i - 1].title, batch[i - 1].body) if p) for i in stale]
+            texts = [embedding_text(batch[i - 1].title, batch[i - 1].heading, batch[i - 1].body) for i in stale]
             step = EMBED_CHUNK if on_passages else len(texts)
             vectors = []
             for start in range(0, len(texts), step):

@@ -46,3 +46,24 @@ def record_metadata(item: Mapping[str, Any]) -> dict[str, Any]:
     if given is not None and not isinstance(given, Mapping):
         raise ValueError(f"`metadata` must be a JSON object, got {type(given).__name__}")
     return {**extra, **dict(given or {})}
+
+
+def heading_context(title: str | None, heading: str | None) -> str | None:
+    """What a passage's heading path adds to its document's title: the path without a first title equal
+    to ``title`` (``"Django's cache framework > The per-view cache"`` → ``"The per-view cache"``); None when
+    nothing is left. The rule of ``dna.heading_context`` (sql/documents.sql), whose result every search
+    row's tsvector holds."""
+    if heading is None:
+        return None
+    if title is not None:
+        if heading == title:
+            heading = ""
+        elif heading.startswith(title + " > "):
+            heading = heading[len(title) + 3:]
+    return heading.strip() or None
+
+
+def embedding_text(title: str | None, heading: str | None, body: str) -> str:
+    """The text a document's row is embedded from: its title, its passage's heading context and its
+    body, joined by spaces (what the row's tsvector is made of too)."""
+    return " ".join(t for t in (title, heading_context(title, heading), body) if t)

@@ -48,18 +48,20 @@ def reindex(conn, scope: str, provider, batch_size: int = 64) -> dict[str, Any]:
 
 
 def _write_documents(conn, scope: str, provider, documents: list[dict[str, Any]], batch_size: int) -> int:
-    """Embed each passage's ``title + body`` (what ``Client.index`` embeds) and write each document
-    whole — its passages, headings and spans — under ``provider.model_id``, then its metadata.
+    """Embed each passage's title, heading context and body (``embedding_text``, what ``Client.index``
+    embeds) and write each document whole — its passages, headings and spans — under
+    ``provider.model_id``, then its metadata.
     One ``dna.index_documents`` call per document (a document's passages are written together)."""
     from pgvector import Vector
 
     from pydna.embeddings.base import embed_for
+    from pydna.records import embedding_text
 
     written = 0
     for start in range(0, len(documents), batch_size):
         chunk = documents[start:start + batch_size]
         rows = [p for doc in chunk for p in doc["passages"]]
-        vectors = iter(embed_for(provider, [" ".join(t for t in (p["title"], p["body"]) if t) for p in rows],
+        vectors = iter(embed_for(provider, [embedding_text(p["title"], p["heading"], p["body"]) for p in rows],
                                  "document"))
         for doc in chunk:
             personal = doc["tenant"].startswith("personal:")

@@ -25,6 +25,26 @@ COMMENT ON FUNCTION dna.text_snippet(text) IS
 'replaced by one space, i.e. left(regexp_replace(coalesce(body, ''''), ''\s+'', '' '', ''g''), 240), computed by '
 'replacing only the runs that are not already one plain space. NULL body: ''''. Pure.';
 
+CREATE OR REPLACE FUNCTION dna.heading_context(title text, heading text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- What a passage's heading path adds to its document's title: the path without a first title equal
+    -- to the document's (a Markdown or RST file's first heading is usually its title, already indexed).
+    SELECT nullif(btrim(CASE WHEN title IS NULL OR heading IS NULL THEN heading
+                             WHEN heading = title THEN ''
+                             WHEN starts_with(heading, title || ' > ') THEN substr(heading, length(title) + 4)
+                             ELSE heading END), '')
+$$;
+
+COMMENT ON FUNCTION dna.heading_context(text, text) IS
+'The heading context of a passage: its heading path (e.g. ''Django''''s cache framework > The per-view cache'') '
+'without a first title equal to the document''s title (''The per-view cache''); NULL when that leaves nothing '
+'or there is no heading. Part of every search row''s tsv since revision 0022_first_week: dna.text_tsvector('
+'ts_config, title || '' '' || heading context || '' '' || body), so a passage is found lexically by the '
+'section it sits in (a row without a heading is tokenized as before). pydna embeds the same text '
+'(title, heading context, body) for a passage. Pure.';
+
 DROP FUNCTION IF EXISTS dna.index_document(text, text, text, text, vector, text, text, text, text);  -- before the personal parameter (0009_tenancy)
 CREATE OR REPLACE FUNCTION dna.index_document(
     scope text, kind text, name text, body text,

@@ -13,7 +13,13 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-No topic yet.
+passage_headings (documents.sql; after_/undo_passage_headings.sql; issue 27 item 3): a search row's tsv also
+holds its passage's heading context (new ``dna.heading_context(title, heading)``: the heading path without a
+first title equal to the document's), so a passage is found lexically by the section it sits in; pydna embeds
+the same text for a passage (title, heading context, body). The after fragment drops and adds every width
+table's generated tsv with the new expression (one rewrite; rows without a heading keep their tsvector) and
+derives the BM25 state of the rows with a heading again (``dna.reconcile(scope, 'rebuild_lexical')``); the
+undo fragment does the same with 0021's expression. Stored vectors are not re-embedded.
 """
 import sys
 from pathlib import Path
@@ -59,7 +65,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("documents.sql",)
 
 
 def changed_files() -> list[str]:

@@ -1,0 +1,30 @@
+-- Revision 0022_first_week, topic "passage_headings" (issue 27 item 3): a search row's tsv also holds its
+-- passage's heading context (dna.heading_context(title, heading), sql/documents.sql), so a passage is found
+-- lexically by the section it sits in. Every width table's generated tsv is dropped and added again with
+-- the new expression in one ALTER TABLE (one rewrite, every row's tsv computed anew; rows without a heading
+-- — whole documents, memories — get the tsv they had: their text is the same string). ALTER COLUMN … SET
+-- EXPRESSION is not used: PostgreSQL 15 and 16 lack it and Citus refuses it on a distributed table; tsv
+-- becomes the table's last column, as 0016's below_17 texts already left it on 15 and 16 (every statement
+-- names its columns). The rewrite does not fire the BM25 triggers: the rows whose tsv changed (those with a
+-- heading) are then derived again by dna.reconcile(scope, 'rebuild_lexical'), scope by scope, which finds
+-- exactly them (their forward rows no longer match their tsvector) and re-indexes them into the memtable.
+DO $$
+DECLARE
+    w integer;
+    s text;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('ALTER TABLE dna.%I DROP COLUMN tsv, ADD COLUMN tsv tsvector GENERATED ALWAYS AS '
+                       '(dna.text_tsvector(ts_config, coalesce(title, '''') || '' '' '
+                       '|| coalesce(dna.heading_context(title, heading) || '' '', '''') || body)) STORED',
+                       'dna_search_docs_' || w);
+    END LOOP;
+    FOR w IN SELECT dna.search_widths() LOOP
+        FOR s IN EXECUTE format('SELECT DISTINCT t.scope FROM dna.%I AS t '
+                                'WHERE dna.heading_context(t.title, t.heading) IS NOT NULL ORDER BY 1',
+                                'dna_search_docs_' || w) LOOP
+            PERFORM dna.reconcile(s, 'rebuild_lexical');
+        END LOOP;
+    END LOOP;
+END
+$$;
