@@ -13,7 +13,13 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-No topic yet.
+one_upkeep (documents.sql; issue 26 item 2): ``dna.index_document`` (and ``dna.remember``, which indexes
+through it) writes with one statement, an UPDATE of the stored row or an INSERT of a new one as its probe
+found, instead of INSERT … ON CONFLICT DO UPDATE, which fired both the INSERT and the UPDATE statement
+triggers: one BM25 upkeep (``dna.bm25_sync``) per call instead of two. Under a race (the row came or went
+since the probe) the statement that wrote nothing is followed by the upsert. No schema change; the
+triggers, ``dna.index_documents`` and plain SQL writers are as they were. bench/live_ingest.py shows the
+cost per document by step and the upkeeps per statement.
 """
 import sys
 from pathlib import Path
@@ -59,7 +65,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("documents.sql",)
 
 
 def changed_files() -> list[str]:
