@@ -125,14 +125,15 @@ BEGIN
     IF old_hash IS NOT NULL THEN
         EXECUTE format('UPDATE %s AS t
                         SET text_hash = $6, title = $7, snippet = $8, body = $9, embedding = $10, ts_config = $11,
-                            heading = NULL, char_start = NULL, char_end = NULL, updated_at = now(),
+                            heading = NULL, char_start = NULL, char_end = NULL, updated_at = $15,
                             valid_at = CASE WHEN $12 THEN $13 ELSE t.valid_at END,
                             metadata = CASE WHEN $12 THEN coalesce($14, ''{}''::jsonb) ELSE t.metadata END
                         WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5
                           AND t.passage = 0', tbl)
             USING scope, kind, name, tenant, model_id, new_hash, title,
                   coalesce(snippet, dna.text_snippet(body)),
-                  coalesce(body, ''), emb, ts, memory, valid, meta;
+                  coalesce(body, ''), emb, ts, memory, valid, meta,
+                  now();                                 -- the transaction's time, as a value (Citus: B3)
     ELSE
         EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
                                             embedding, ts_config, valid_at, metadata)
