@@ -338,7 +338,9 @@ def main(argv=None) -> int:
         identical = None
         if len(trees) == 2:
             a, b = got[trees[0].label], got[trees[1].label]
-            identical = {"calls": len(a), "identical": sum(1 for k in a if same(a[k], b[k]))}
+            identical = {"calls": len(a), "identical": sum(1 for k in a if same(a[k], b[k])),
+                         "by_mode": {m: sum(1 for k in a if k[0] == m and same(a[k], b[k]))
+                                     for m in ("bm25", "lexical", "hybrid")}}
         result = {
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "started": started,
             "command": "python bench/live_ingest.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -407,6 +409,8 @@ def report(r: dict) -> str:
     if r["answers_old_vs_new"]:
         a = r["answers_old_vs_new"]
         lines.append(f"| answers | identical calls (old vs new) | {a['identical']}/{a['calls']} | | |")
+        for m, n in a.get("by_mode", {}).items():
+            lines.append(f"| answers | identical calls, {m} | {n}/{a['calls'] // 3} | | |")
     lines.append("| live | BM25 upkeeps per index_document call | " + " | ".join(
         f"{r['trees'][lb]['by_step']['live']['upkeeps_per_call']:g}" for lb in labels) + " | |")
     for k, label in (("hnsw", "floor: the vectors into a plain pgvector table + HNSW"),
