@@ -39,7 +39,9 @@ time): BM25 sync (the trigger), BM25 add_docs (memtable postings), the rest of t
 ``index_document``'s statements, and everything else. **Floors**, same run, same server, the same chunks
 written set-based into plain tables (no trigger): the vectors into a pgvector table with the same HNSW index
 (``vector_cosine_ops``, defaults), and the memtable postings of the live phase into a table with
-``dna_bm25_postings``' primary key. At the end both databases answer the same calls: ``dna.bm25`` and
+``dna_bm25_postings``' primary key. The ANALYZEs of the BM25 tables over the live phases
+(``pg_stat_user_tables``: the write path's ``dna.bm25_keep_statistics`` and autovacuum) are counted: their
+cost is part of ``bm25_keep_statistics``' self time. At the end both databases answer the same calls: ``dna.bm25`` and
 ``dna.search`` (lexical and hybrid) top 10 for every SciFact test claim (names, and scores within
 1e-9), and nDCG@10 of each. Prints a Markdown table; writes JSON (``--out``) and the Markdown beside it.
 """
@@ -315,6 +317,10 @@ def main(argv=None) -> int:
                 peer.write("live, no vectors", chunk, vectors=False)          # FTS5 alone
             log("  live without vectors: " + ", ".join(
                 f"{t.label} {t.t['live, no vectors']['docs'] / t.t['live, no vectors']['s']:,.0f} docs/s" for t in trees))
+        analyzed = {t.label: dict(t.conn.execute(
+            "SELECT relname, analyze_count + autoanalyze_count FROM pg_stat_user_tables "
+            "WHERE schemaname = 'dna' AND relname LIKE 'dna_bm25%%' AND analyze_count + autoanalyze_count > 0 "
+            "ORDER BY relname").fetchall()) for t in trees}
         compacts = {}
         if args.bulk_batch > 0:
             for t in trees:
@@ -358,7 +364,7 @@ def main(argv=None) -> int:
                                 "floors": {k: {"docs": n, "s": round(secs, 2), "docs_per_s": round(n / secs, 1),
                                                "backend_cpu_us_per_doc": round(cpu / 1e3 / n, 1)}
                                            for k, (secs, cpu, n) in t.floor.items()},
-                                "by_step": by_step(t.t)}
+                                "by_step": by_step(t.t), "analyzed_after_live": analyzed[t.label]}
                       for t in trees},
             "peer": {ph: {"docs": n, "s": round(s, 2), "docs_per_s": round(n / s, 1), "cpu_us_per_doc": round(1e6 * c / n, 1)}
                      for ph, (s, c, n) in peer.t.items()},
@@ -411,6 +417,9 @@ def report(r: dict) -> str:
         lines.append(f"| answers | identical calls (old vs new) | {a['identical']}/{a['calls']} | | |")
         for m, n in a.get("by_mode", {}).items():
             lines.append(f"| answers | identical calls, {m} | {n}/{a['calls'] // 3} | | |")
+    lines.append("| live phases | ANALYZEs of the BM25 tables (write path + autovacuum) | " + " | ".join(
+        ", ".join(f"{k.removeprefix('dna_bm25_')} {v}" for k, v in r["trees"][lb].get("analyzed_after_live", {}).items())
+        for lb in labels) + " | |")
     lines.append("| live | BM25 upkeeps per index_document call | " + " | ".join(
         f"{r['trees'][lb]['by_step']['live']['upkeeps_per_call']:g}" for lb in labels) + " | |")
     for k, label in (("hnsw", "floor: the vectors into a plain pgvector table + HNSW"),

@@ -117,3 +117,41 @@ def test_the_client_indexes_a_memory_with_one_upkeep(client, sql):
     assert second.get("bm25_remove_docs") == 1 and second["bm25_index_docs"] == 2
     hits = sql.execute("SELECT name FROM dna.bm25('cl', 'mondays', %s)", (client.model_id,)).fetchall()
     assert hits == [("m",)]
+
+
+def test_a_writer_that_lost_the_race_for_a_new_document_upserts_it(dna_dsn, sql):
+    """Two writers of one new document: the second's probe saw no row, its INSERT … DO NOTHING waits for
+    the first and then writes nothing, so it falls back to the upsert: its text wins, indexed once."""
+    import threading
+
+    import psycopg
+
+    with psycopg.connect(dna_dsn) as first, psycopg.connect(dna_dsn, autocommit=True) as second:
+        first.execute(INDEX, ("race", "the first writer's text about lisbon", None, MODEL))
+        pid = second.info.backend_pid
+        out: dict = {}
+
+        def write():
+            try:
+                out["r"] = second.execute(INDEX, ("race", "the second writer's text about porto", None, MODEL)).fetchone()[0]
+            except Exception as e:  # noqa: BLE001 - handed to the test
+                out["e"] = e
+
+        t = threading.Thread(target=write)
+        t.start()
+        for _ in range(600):                                   # until the second waits for the first's row lock
+            if sql.execute("SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]:
+                break
+            t.join(0.05)
+        else:
+            pytest.fail("the second writer never waited for the first")
+        first.commit()
+        t.join(30)
+        assert "e" not in out, out.get("e")
+        assert out["r"]["action"] == "inserted"               # what its probe found: no row
+    assert sql.execute("SELECT body FROM dna.dna_search_docs_384 WHERE scope = 'u' AND name = 'race'").fetchone()[0] \
+        == "the second writer's text about porto"
+    assert sql.execute("SELECT array_agg(name) FROM dna.bm25('u', 'porto', %s)", (MODEL,)).fetchone()[0] == ["race"]
+    assert sql.execute("SELECT array_agg(name) FROM dna.bm25('u', 'lisbon', %s)", (MODEL,)).fetchone()[0] is None
+    report = sql.execute("SELECT dna.verify_integrity('u', 'full')").fetchone()[0]
+    assert report["ok"], report
