@@ -30,7 +30,18 @@ Recorded per tree and phase: docs/s (wall), backend CPU per document (``/proc/<p
 calls and self time of every dna function per document (``pg_stat_xact_user_functions`` of each chunk's
 transaction): the cost by step; "statements of index_document" is its self time (the executor of its
 own statements: the INSERT with its tsvector, heap, TOAST, btree and HNSW work). SQLite's CPU is this
-process's (``time.process_time``). At the end both databases answer the same calls: ``dna.bm25`` and
+process's (``time.process_time``). From the function counts: **BM25 upkeeps per call**
+(``dna.bm25_sync`` runs per ``dna.index_document`` call: 2 before revision 0022, whose upsert fired the
+INSERT and the UPDATE statement triggers; 1 from 0022) and the cost per document **by step** (ms, self
+time): BM25 sync (the trigger), BM25 add_docs (memtable postings), the rest of the BM25 upkeep
+(``bm25_index_docs``, ``bm25_bound_memtable``, ``bm25_keep_statistics``, seals), tokenizing
+(``text_tsvector``), the HNSW insert (``index_document``'s self time with vectors minus without), the rest of
+``index_document``'s statements, and everything else. **Floors**, same run, same server, the same chunks
+written set-based into plain tables (no trigger): the vectors into a pgvector table with the same HNSW index
+(``vector_cosine_ops``, defaults), and the memtable postings of the live phase into a table with
+``dna_bm25_postings``' primary key. The ANALYZEs of the BM25 tables over the live phases
+(``pg_stat_user_tables``: the write path's ``dna.bm25_keep_statistics`` and autovacuum) are counted: their
+cost is part of ``bm25_keep_statistics``' self time. At the end both databases answer the same calls: ``dna.bm25`` and
 ``dna.search`` (lexical and hybrid) top 10 for every SciFact test claim (names, and scores within
 1e-9), and nDCG@10 of each. Prints a Markdown table; writes JSON (``--out``) and the Markdown beside it.
 """
@@ -101,6 +112,37 @@ class Tree:
         ph["cpu_ns"] += (c1 - c0) if c0 is not None else 0
         ph["docs"] += len(chunk)
         ph["load"][1] = load1()
+
+    def floors_setup(self) -> None:
+        self.conn.execute("CREATE TABLE public.floor_vec (id bigint PRIMARY KEY, embedding vector(384))")
+        self.conn.execute("CREATE INDEX ON public.floor_vec USING hnsw (embedding vector_cosine_ops)")
+        self.conn.execute("CREATE TABLE public.floor_post (LIKE dna.dna_bm25_postings INCLUDING DEFAULTS)")
+        self.conn.execute("ALTER TABLE public.floor_post ADD PRIMARY KEY (scope, model_id, tenant, lexeme, doc_id) "
+                          "INCLUDE (tf, doc_len, kind)")
+        self.floor = {"hnsw": [0.0, 0, 0], "postings": [0.0, 0, 0]}       # s, cpu_ns, docs
+
+    def _floor(self, name: str, sql: str, args: tuple, n: int) -> None:
+        self.conn.execute("BEGIN")
+        c0, t0 = self.cpu.read(), time.perf_counter()
+        self.conn.execute(sql, args)
+        self.conn.execute("COMMIT")
+        t1, c1 = time.perf_counter(), self.cpu.read()
+        f = self.floor[name]
+        f[0] += t1 - t0
+        f[1] += (c1 - c0) if c0 is not None else 0
+        f[2] += n
+
+    def floor_hnsw(self, chunk: list[dict], first: int) -> None:
+        self._floor("hnsw", "INSERT INTO public.floor_vec SELECT i, e FROM unnest(%s::bigint[], %s::vector[]) AS x (i, e)",
+                    (list(range(first, first + len(chunk))), [d["vec"] for d in chunk]), len(chunk))
+
+    def floor_postings(self, chunk: list[dict]) -> None:
+        """The memtable postings the live phase wrote for these documents, again, into the plain table."""
+        self._floor("postings", "INSERT INTO public.floor_post (scope, model_id, tenant, lexeme, doc_id, tf, doc_len, kind) SELECT p.* FROM dna.dna_bm25_forward AS f "
+                    "JOIN dna.dna_search_docs_384 AS s ON s.scope = f.scope AND s.doc_id = f.doc_id "
+                    "CROSS JOIN LATERAL (SELECT f.scope, f.model_id, f.tenant, e.lexeme, f.doc_id, e.v::integer, "
+                    "f.doc_len, f.kind FROM jsonb_each_text(f.terms) AS e (lexeme, v)) AS p "
+                    "WHERE f.scope = %s AND s.name = ANY (%s)", (LIVE, [d["_id"] for d in chunk]), len(chunk))
 
     def bulk(self, batch: list[dict]) -> None:
         ph = self._phase("bulk")
@@ -184,6 +226,40 @@ def steps(ph: dict) -> dict:
             for name, (c, tot, own) in sorted(ph["funcs"].items(), key=lambda kv: -kv[1][2])}
 
 
+BM25_REST = ("bm25_index_docs", "bm25_remove_docs", "bm25_bound_memtable", "bm25_keep_statistics", "bm25_seal",
+             "bm25_merge", "bm25_build_segment", "bm25_next_seg", "bm25_doc_ranges")
+
+
+def by_step(phases: dict) -> dict:
+    """Per phase: BM25 upkeeps per index_document call and ms per document by step (self times)."""
+    out = {}
+    lexical = phases.get("live, no vectors")
+    for ph, v in phases.items():
+        if ph == "bulk":
+            continue
+        n = max(v["docs"], 1)
+        f = v["funcs"]
+        own = {name: vals[2] / n for name, vals in f.items()}       # ms per document
+        calls = f.get("index_document", [0])[0] or 1
+        step = {"bm25 sync (trigger)": own.get("bm25_sync", 0.0),
+                "bm25 add_docs (memtable postings)": own.get("bm25_add_docs", 0.0),
+                "bm25 rest (index_docs, bound_memtable, keep_statistics, seals)": sum(own.get(x, 0.0) for x in BM25_REST),
+                "tokenizing (text_tsvector)": own.get("text_tsvector", 0.0)}
+        doc = own.get("index_document", 0.0)
+        if ph == "live" and lexical:
+            hnsw = max(doc - lexical["funcs"].get("index_document", [0, 0, 0])[2] / max(lexical["docs"], 1), 0.0)
+            step["HNSW insert (index_document self, with vectors − without)"] = hnsw
+            doc -= hnsw
+        step["index_document's other statements (heap, btrees)"] = doc
+        known = {"bm25_sync", "bm25_add_docs", "text_tsvector", "index_document", *BM25_REST}
+        step["the rest (checks, config, …)"] = sum(x for name, x in own.items() if name not in known)
+        wall = 1000 * v["s"] / n
+        step["untracked (wall − tracked self times)"] = max(wall - sum(step.values()), 0.0)
+        out[ph] = {"upkeeps_per_call": round(f.get("bm25_sync", [0])[0] / calls, 3),
+                   "wall_ms_per_doc": round(wall, 3), "ms_per_doc": {k: round(x, 3) for k, x in step.items()}}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", nargs="?", default=str(REPO.parent / "shared" / "data" / "scifact"))
@@ -226,6 +302,13 @@ def main(argv=None) -> int:
             peer.write("live", chunk)
             log(f"  live {a + len(chunk):,}/{len(docs):,}: " + ", ".join(
                 f"{t.label} {t.t['live']['docs'] / t.t['live']['s']:,.0f} docs/s" for t in trees) + f", load {load1()}")
+        for t in trees:
+            t.floors_setup()
+        for j, a in enumerate(range(0, len(docs), args.chunk)):
+            chunk = docs[a:a + args.chunk]
+            for t in (trees if j % 2 == 0 else trees[::-1]):
+                t.floor_hnsw(chunk, a)
+                t.floor_postings(chunk)
         if args.lexical:
             for j, a in enumerate(range(0, len(docs), args.chunk)):
                 chunk = docs[a:a + args.chunk]
@@ -234,6 +317,10 @@ def main(argv=None) -> int:
                 peer.write("live, no vectors", chunk, vectors=False)          # FTS5 alone
             log("  live without vectors: " + ", ".join(
                 f"{t.label} {t.t['live, no vectors']['docs'] / t.t['live, no vectors']['s']:,.0f} docs/s" for t in trees))
+        analyzed = {t.label: dict(t.conn.execute(
+            "SELECT relname, analyze_count + autoanalyze_count FROM pg_stat_user_tables "
+            "WHERE schemaname = 'dna' AND relname LIKE 'dna_bm25%%' AND analyze_count + autoanalyze_count > 0 "
+            "ORDER BY relname").fetchall()) for t in trees}
         compacts = {}
         if args.bulk_batch > 0:
             for t in trees:
@@ -257,7 +344,9 @@ def main(argv=None) -> int:
         identical = None
         if len(trees) == 2:
             a, b = got[trees[0].label], got[trees[1].label]
-            identical = {"calls": len(a), "identical": sum(1 for k in a if same(a[k], b[k]))}
+            identical = {"calls": len(a), "identical": sum(1 for k in a if same(a[k], b[k])),
+                         "by_mode": {m: sum(1 for k in a if k[0] == m and same(a[k], b[k]))
+                                     for m in ("bm25", "lexical", "hybrid")}}
         result = {
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "started": started,
             "command": "python bench/live_ingest.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -271,7 +360,11 @@ def main(argv=None) -> int:
                                                 "backend_cpu_us_per_doc": round(v["cpu_ns"] / 1e3 / v["docs"], 1),
                                                 "load": v["load"], "steps": steps(v)}
                                            for ph, v in t.t.items()},
-                                "compact": compacts.get(t.label), "ndcg@10": quality[t.label]}
+                                "compact": compacts.get(t.label), "ndcg@10": quality[t.label],
+                                "floors": {k: {"docs": n, "s": round(secs, 2), "docs_per_s": round(n / secs, 1),
+                                               "backend_cpu_us_per_doc": round(cpu / 1e3 / n, 1)}
+                                           for k, (secs, cpu, n) in t.floor.items()},
+                                "by_step": by_step(t.t), "analyzed_after_live": analyzed[t.label]}
                       for t in trees},
             "peer": {ph: {"docs": n, "s": round(s, 2), "docs_per_s": round(n / s, 1), "cpu_us_per_doc": round(1e6 * c / n, 1)}
                      for ph, (s, c, n) in peer.t.items()},
@@ -322,6 +415,27 @@ def report(r: dict) -> str:
     if r["answers_old_vs_new"]:
         a = r["answers_old_vs_new"]
         lines.append(f"| answers | identical calls (old vs new) | {a['identical']}/{a['calls']} | | |")
+        for m, n in a.get("by_mode", {}).items():
+            lines.append(f"| answers | identical calls, {m} | {n}/{a['calls'] // 3} | | |")
+    lines.append("| live phases | ANALYZEs of the BM25 tables (write path + autovacuum) | " + " | ".join(
+        ", ".join(f"{k.removeprefix('dna_bm25_')} {v}" for k, v in r["trees"][lb].get("analyzed_after_live", {}).items())
+        for lb in labels) + " | |")
+    lines.append("| live | BM25 upkeeps per index_document call | " + " | ".join(
+        f"{r['trees'][lb]['by_step']['live']['upkeeps_per_call']:g}" for lb in labels) + " | |")
+    for k, label in (("hnsw", "floor: the vectors into a plain pgvector table + HNSW"),
+                     ("postings", "floor: the memtable postings into a plain table, same key")):
+        lines.append(f"| {label} | docs/s (wall) | " + " | ".join(
+            f"{r['trees'][lb]['floors'][k]['docs_per_s']:,.0f}" for lb in labels) + " | |")
+        lines.append(f"| {label} | CPU µs/doc | " + " | ".join(
+            f"{r['trees'][lb]['floors'][k]['backend_cpu_us_per_doc']:,.0f}" for lb in labels) + " | |")
+    for ph in ("live", "live, no vectors"):
+        if ph not in r["trees"][labels[0]]["by_step"]:
+            continue
+        lines += ["", f"Cost per document by step, {ph} (ms, self time; wall {' / '.join(str(r['trees'][lb]['by_step'][ph]['wall_ms_per_doc']) for lb in labels)} ms/doc):", "",
+                  "| step | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+        for step in r["trees"][labels[0]]["by_step"][ph]["ms_per_doc"]:
+            lines.append(f"| {step} | " + " | ".join(
+                f"{r['trees'][lb]['by_step'][ph]['ms_per_doc'].get(step, 0):.3f}" for lb in labels) + " |")
     for ph in ("live", "live, no vectors", "bulk"):
         if ph not in r["trees"][labels[0]]["phases"]:
             continue

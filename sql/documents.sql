@@ -68,6 +68,7 @@ DECLARE
     valid tstzrange;
     meta jsonb;
     emb vector := dna.storable_vector(embedding);       -- beyond the halfvec range: unit length (sql/catalog.sql)
+    written bigint;
 BEGIN
     scope := dna.check_scope(scope);                     -- the name rule (sql/catalog.sql): 22023 / 22001
     kind := dna.check_kind(kind);
@@ -135,19 +136,48 @@ BEGIN
         valid := dna.record_valid_at(scope, kind, name, tenant);
         meta := dna.record_metadata(scope, kind, name, tenant);   -- and its metadata (sql/metadata.sql)
     END IF;
+    -- One writing statement, so one event and one BM25 upkeep (the statement trigger
+    -- dna.bm25_sync): an UPDATE of the stored row, or an INSERT of a new one, as the probe above
+    -- found. INSERT … ON CONFLICT DO UPDATE would fire both the INSERT and the UPDATE statement
+    -- triggers, two upkeeps per call. Under a race (the row came or went since the probe) the
+    -- statement that found nothing to write is followed by the upsert, which writes in every case.
     PERFORM dna.mirror_valid_at(true);
-    EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
-                                        embedding, ts_config, valid_at, metadata)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, coalesce($14, ''{}''::jsonb))
-                    ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
-                    SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
-                        body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
-                        heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at,
-                        valid_at = CASE WHEN $12 THEN excluded.valid_at ELSE t.valid_at END,
-                        metadata = CASE WHEN $12 THEN excluded.metadata ELSE t.metadata END', tbl)
-        USING scope, kind, name, tenant, model_id, new_hash, title,
-              coalesce(snippet, dna.text_snippet(body)),
-              coalesce(body, ''), emb, ts, memory, valid, meta;
+    IF old_hash IS NOT NULL THEN
+        EXECUTE format('UPDATE %s AS t
+                        SET text_hash = $6, title = $7, snippet = $8, body = $9, embedding = $10, ts_config = $11,
+                            heading = NULL, char_start = NULL, char_end = NULL, updated_at = $15,
+                            valid_at = CASE WHEN $12 THEN $13 ELSE t.valid_at END,
+                            metadata = CASE WHEN $12 THEN coalesce($14, ''{}''::jsonb) ELSE t.metadata END
+                        WHERE t.scope = $1 AND t.kind = $2 AND t.name = $3 AND t.tenant = $4 AND t.model_id = $5
+                          AND t.passage = 0', tbl)
+            USING scope, kind, name, tenant, model_id, new_hash, title,
+                  coalesce(snippet, dna.text_snippet(body)),
+                  coalesce(body, ''), emb, ts, memory, valid, meta,
+                  now();                                 -- the transaction's time, as a value (Citus: B3)
+    ELSE
+        EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
+                                            embedding, ts_config, valid_at, metadata)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, coalesce($14, ''{}''::jsonb))
+                        ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO NOTHING', tbl)
+            USING scope, kind, name, tenant, model_id, new_hash, title,
+                  coalesce(snippet, dna.text_snippet(body)),
+                  coalesce(body, ''), emb, ts, memory, valid, meta;
+    END IF;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    IF written = 0 THEN                                  -- a concurrent writer came between: the upsert
+        EXECUTE format('INSERT INTO %s AS t (scope, kind, name, tenant, model_id, text_hash, title, snippet, body,
+                                            embedding, ts_config, valid_at, metadata)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, coalesce($14, ''{}''::jsonb))
+                        ON CONFLICT (scope, kind, name, tenant, model_id, passage) DO UPDATE
+                        SET text_hash = excluded.text_hash, title = excluded.title, snippet = excluded.snippet,
+                            body = excluded.body, embedding = excluded.embedding, ts_config = excluded.ts_config,
+                            heading = NULL, char_start = NULL, char_end = NULL, updated_at = excluded.updated_at,
+                            valid_at = CASE WHEN $12 THEN excluded.valid_at ELSE t.valid_at END,
+                            metadata = CASE WHEN $12 THEN excluded.metadata ELSE t.metadata END', tbl)
+            USING scope, kind, name, tenant, model_id, new_hash, title,
+                  coalesce(snippet, dna.text_snippet(body)),
+                  coalesce(body, ''), emb, ts, memory, valid, meta;
+    END IF;
     PERFORM dna.mirror_valid_at(false);
     RETURN jsonb_build_object('table', tbl::text, 'model_id', model_id, 'action', action,
                               'text_hash', new_hash, 'embedded', emb IS NOT NULL);
@@ -159,7 +189,8 @@ COMMENT ON FUNCTION dna.index_document(text, text, text, text, vector, text, tex
 'into dna.dna_search_docs_<width> keyed by (scope, kind, name, tenant, model_id, passage). '
 'The width is vector_dims(embedding), or the registered width of model_id when embedding is NULL '
 '(lexical-only). The text is tokenized with the scope''s ts_config (dna.search_config; default english) '
-'and its BM25 postings and statistics are updated by trigger in the same transaction. Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
+'and its BM25 postings and statistics are updated by trigger in the same transaction (one writing statement per call, an UPDATE or an INSERT: '
+'one BM25 upkeep). Idempotent by dna.text_hash(title, body): unchanged text writes nothing. A zero vector '
 'is stored as NULL (no cosine); a vector with a component beyond the halfvec range (|x| > 65504) is stored at unit '
 'length (dna.storable_vector: the same cosine at every width; 3072-d is indexed as halfvec). Returns {table, model_id, action: inserted|updated|embedded|unchanged, '
 'text_hash, embedded}. snippet: NULL = dna.text_snippet(body). Limits: keys <= 200/512 chars, text <= 1,000,000 bytes (title + body); every text within it is '

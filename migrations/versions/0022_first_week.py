@@ -13,6 +13,14 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
+one_upkeep (documents.sql; issue 26 item 2): ``dna.index_document`` (and ``dna.remember``, which indexes
+through it) writes with one statement, an UPDATE of the stored row or an INSERT of a new one as its probe
+found, instead of INSERT … ON CONFLICT DO UPDATE, which fired both the INSERT and the UPDATE statement
+triggers: one BM25 upkeep (``dna.bm25_sync``) per call instead of two. Under a race (the row came or went
+since the probe) the statement that wrote nothing is followed by the upsert. No schema change; the
+triggers, ``dna.index_documents`` and plain SQL writers are as they were. bench/live_ingest.py shows the
+cost per document by step and the upkeeps per statement.
+
 passage_headings (documents.sql; after_/undo_passage_headings.sql; issue 27 item 3): a search row's tsv also
 holds its passage's heading context (new ``dna.heading_context(title, heading)``: the heading path without a
 first title equal to the document's), so a passage is found lexically by the section it sits in; pydna embeds

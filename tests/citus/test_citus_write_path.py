@@ -2,7 +2,7 @@
 as the superuser and as a plain application role, against a single-node twin on the same rows.
 
 After ``dna.distribute()``: ``dna.index_document`` (delegated, and inside a transaction block, where it
-runs on the coordinator), ``dna.index_documents`` (a bulk statement of its own segment, passages and
+runs on the coordinator: a new document's INSERT and a re-index's UPDATE), ``dna.index_documents`` (a bulk statement of its own segment, passages and
 their deletion), ``Client.index`` (COPY + ``dna.index_staged``), ``dna.remember`` / ``forget`` /
 ``revive``, ``dna.redact`` (the superuser), ``dna.delete_document``, plain INSERT / UPDATE / DELETE,
 ``dna.bm25_compact`` (seal, merge with tombstones, full merge) and a workspace tenant's rows. The twin is
@@ -89,6 +89,9 @@ def write_all(dsn: str, scope: str) -> None:
         with conn.transaction():                                    # a transaction block: the coordinator's
             for _k, name, body in docs[30:35]:
                 conn.execute("SELECT dna.index_document(%s, 'Doc', %s, %s, NULL, %s)", (scope, f"txn-{name}", body, MODEL))
+            # a re-index there: the UPDATE of the stored row (0022 topic one_upkeep), routed to its shard
+            conn.execute("SELECT dna.index_document(%s, 'Doc', %s, 'cancer mutation, rewritten in a transaction block', "
+                         "NULL, %s)", (scope, f"one-{docs[0][1]}", MODEL))
         assert _index_many(conn, scope, docs[100:1300]) == 1200     # a bulk statement: a segment
         _index_many(conn, scope, docs[1300:1400], tenant="ws-a")
         _index_many(conn, scope, [("Doc", "p1", "rank fusion of lanes, part one"), ("Doc", "p1", "part two of it"),
