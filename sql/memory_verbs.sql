@@ -562,8 +562,8 @@ $$;
 
 COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer, integer) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
-'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
-'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
+'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them; k there is '
+'offset + k with "offset"), so the pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
 'the scope''s model_id with the most documents (dna.scope_models; of query_embedding''s width when given), '
 'else dna-fake-hash-v1; tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
 'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
