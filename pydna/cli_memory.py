@@ -183,6 +183,9 @@ def recall_cmd(
     where: Annotated[Optional[List[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
     context: Annotated[int, typer.Option(
         "--context", help="With each conversation turn, also show the N turns before and after it (0-20).")] = 0,
+    offset: Annotated[int, typer.Option(
+        "--offset", help="Skip this many ranks (offset + k at most 1000): --offset 5 -k 5 is ranks 6-10 of "
+                         "the recall with -k 10.")] = 0,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -200,7 +203,7 @@ def recall_cmd(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
         explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
-        min_lexical_score=min_lexical_score, filter=narrow, context=context), scope=scope,
+        min_lexical_score=min_lexical_score, filter=narrow, context=context, offset=offset), scope=scope,
         empty=lambda r: not r.get("hits"))
     if result is None:
         return
@@ -215,7 +218,8 @@ def recall_cmd(
         if removed:
             flags.append(f"{lane} floor removed {removed}")
     count = len(result["hits"])
-    out.print(f"{count} memor{'y' if count == 1 else 'ies'} for {query!r} in {scope} · {' · '.join(flags)}",
+    where = f" (ranks {offset + 1}-{offset + count})" if offset and count else ""
+    out.print(f"{count} memor{'y' if count == 1 else 'ies'}{where} for {query!r} in {scope} · {' · '.join(flags)}",
               markup=False)
     if result.get("embedding_error"):
         out.print(f"embedding failed: {result['embedding_error']}", style="yellow", markup=False)
@@ -224,7 +228,7 @@ def recall_cmd(
     if explain and isinstance(result.get("explain"), dict):
         for line in _explain_answer(result["explain"]):
             out.print(line, style="dim", markup=False)
-    for i, hit in enumerate(result["hits"], 1):
+    for i, hit in enumerate(result["hits"], offset + 1):
         retention = f" R={hit['retention']:.2f}" if "retention" in hit else ""
         affect = f" {hit['affect']}" if hit.get("affect") and hit.get("affect") != "neutral" else ""
         mine = " [personal]" if hit.get("personal") else ""
@@ -248,6 +252,8 @@ def recall_cmd(
                 out.print(f"      {part}: {_pairs(values)}", style="dim", markup=False)
     for name in result.get("as_of_truncated") or []:
         out.print(f"[yellow]blind spot: the history of {name} was pruned past --as-of[/yellow]")
+    if result.get("next_offset") is not None:
+        out.print(f"next page: --offset {result['next_offset']}", style="dim", markup=False)
     if receipt:
         out.print(f"receipt: {result.get('receipt_id')}", markup=False)
         if not keep_query:
@@ -384,7 +390,9 @@ def list_cmd(
     ctx: typer.Context,
     all_: Annotated[bool, typer.Option("--all", help="Include forgotten memories.")] = False,
     kind: Annotated[Optional[List[str]], typer.Option("--kind", help="Memory Kind (repeatable; default all).")] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many (0-10000).")] = 100,
+    offset: Annotated[int, typer.Option(
+        "--offset", help="Skip this many, newest first (0-1000000): --offset 100 --limit 100 is the second page.")] = 0,
     filter_json: Annotated[Optional[str], typer.Option("--filter", help=FILTER_HELP, show_default=False)] = None,
     where: Annotated[Optional[List[str]], typer.Option("--where", help=WHERE_HELP, show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
@@ -396,7 +404,7 @@ def list_cmd(
     narrow = parse_filter(filter_json, where)
     result = _run(ctx, "none", as_json, lambda memory: memory.list(
         scope, kinds=kind or None, tenant=tenant, include_invalid=all_, limit=limit, personal=personal,
-        filter=narrow), scope=scope, empty=lambda r: not r.get("total"))
+        filter=narrow, offset=offset), scope=scope, empty=lambda r: not r.get("total"))
     if result is None:
         return
     out = _console()
@@ -408,6 +416,11 @@ def list_cmd(
         retention = f" R={m['retention']:.2f}" if "retention" in m else ""
         out.print(f"- {m['kind']}/{m['name']}{mark}{retention} {m.get('created_at', '')}  "
                   f"{_short(m.get('summary') or m.get('title'))}", markup=False)
+    if offset or result.get("next_offset") is not None:
+        shown = len(result["memories"])
+        out.print(f"shown {offset + 1 if shown else offset}-{offset + shown} of {total}"
+                  + (f"; next page: --offset {result['next_offset']}" if result.get("next_offset") is not None else ""),
+                  style="dim", markup=False)
 
 
 @memory_app.command("consolidate")

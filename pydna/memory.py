@@ -213,7 +213,7 @@ class Memory:
                decay: str | None = None, explain: bool = False, receipt: bool = False,
                keep_query: bool = False, min_similarity: float | None = None,
                min_lexical_score: float | None = None, filter: Mapping[str, Any] | None = None,
-               context: int = 0) -> dict:
+               context: int = 0, offset: int = 0) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -229,6 +229,8 @@ class Memory:
         "ops"}}``, ``{"created_at": {"gte": "2026-05-01", "lt": "2026-06-01"}}``, and/or/not...), applied inside
         both of dna.search's lanes before their top k; each hit carries its ``metadata``. ``context=n``: each
         hit that is a conversation's turn carries ``context``, the n turns before and after it in its session.
+        ``offset``: the hits are ranks offset+1 .. offset+k of the recall at ``k=offset + k`` (offset + k at most
+        1000); the answer's ``next_offset`` is where the next page starts (None on the last page).
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
         whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
@@ -241,13 +243,13 @@ class Memory:
                 model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
                 as_of=as_of, personal=personal, decay=decay, explain=explain, min_similarity=min_similarity,
                 min_lexical_score=min_lexical_score, filter=dict(filter) if filter else None,
-                context=context or None) if receipt else self._one(
+                context=context or None, offset=offset or None) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
                 "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s, "
-                "min_similarity => %s, min_lexical_score => %s, filter => %s, context => %s)",
+                "min_similarity => %s, min_lexical_score => %s, filter => %s, context => %s, \"offset\" => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
                  kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain,
-                 min_similarity, min_lexical_score, _jsonb(filter), context))
+                 min_similarity, min_lexical_score, _jsonb(filter), context, offset))
         if error:
             result["embedding_error"] = error
         if notices:
@@ -290,11 +292,14 @@ class Memory:
 
     def list(self, scope: str, *, kinds: str | Sequence[str] | None = None, tenant: str = "",
              include_invalid: bool = False, now: datetime | None = None, limit: int = 100,
-             personal: bool = False, filter: Mapping[str, Any] | None = None) -> dict:
+             personal: bool = False, filter: Mapping[str, Any] | None = None, offset: int = 0) -> dict:
         """The memories of a scope (``dna.list_memories``), newest first; ``filter``: only those whose
-        metadata passes it (docs/memory.md, "Filters")."""
-        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s, filter => %s)",
-                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal, _jsonb(filter)))
+        metadata passes it (docs/memory.md, "Filters"). ``offset``: skip that many of the listing's order
+        (created desc, then name, kind, tenant); the answer's ``next_offset`` starts the next page (None: last)."""
+        return self._one("SELECT dna.list_memories(%s, %s, %s, %s, %s, %s, personal => %s, filter => %s, "
+                         "\"offset\" => %s)",
+                         (scope, kinds_arg(kinds), tenant, include_invalid, now, limit, personal, _jsonb(filter),
+                          offset))
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "",
                     stale_retention_floor: float = 0.15, apply: bool = False, dry_run: bool = False,

@@ -134,7 +134,7 @@ DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamp
 CREATE OR REPLACE FUNCTION dna.list_memories(scope text, kinds text[] DEFAULT NULL, tenant text DEFAULT '',
                                              include_invalid boolean DEFAULT false, now timestamptz DEFAULT NULL,
                                              max_rows integer DEFAULT 100, personal boolean DEFAULT false,
-                                             filter jsonb DEFAULT NULL)
+                                             filter jsonb DEFAULT NULL, "offset" integer DEFAULT 0)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SET jit = off                -- many short statements: compiling them would cost more than running them
@@ -148,7 +148,13 @@ BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF max_rows IS NULL OR max_rows < 0 OR max_rows > 10000 THEN
-        RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', max_rows USING ERRCODE = '22023';
+        RAISE EXCEPTION 'max_rows must be between 0 and 10000, got %', coalesce(max_rows::text, 'NULL') USING ERRCODE = '22023',
+            HINT = 'max_rows is the size of the page: an integer from 0 to 10000; page on with "offset".';
+    END IF;
+    IF "offset" IS NULL OR "offset" < 0 OR "offset" > 1000000 THEN
+        RAISE EXCEPTION 'offset must be between 0 and 1000000, got %', coalesce("offset"::text, 'NULL') USING ERRCODE = '22023',
+            HINT = 'offset is the number of memories skipped in the listing''s order (newest first): an integer from '
+                   '0 to 1000000; the answer''s next_offset is where the next page starts (NULL: none).';
     END IF;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     filter := dna.check_filter(filter);                 -- 22023 with a hint when malformed (sql/metadata.sql)
@@ -181,23 +187,31 @@ BEGIN
                              'metadata', CASE WHEN f.metadata <> '{}'::jsonb THEN f.metadata END)),
                              f.spec) AS obj
                   FROM f ORDER BY created DESC, f.name COLLATE "C", f.kind COLLATE "C", f.tenant COLLATE "C"
-                  LIMIT $6) AS x)
+                  LIMIT $6 OFFSET $7) AS x)
     $q$, dna.filter_sql(filter, 'i.metadata'))
     INTO total, items
-    USING scope, kinds, tenant, world, include_invalid, max_rows;
+    USING scope, kinds, tenant, world, include_invalid, max_rows, "offset";
+    -- One total order (created desc, then the key bytewise), so that the pages of a listing are windows of
+    -- it: page p of size n is "offset" (p - 1) * n, and next_offset says where the next one starts.
     RETURN jsonb_build_object('scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'now', dna.iso8601(world),
-                              'include_invalid', include_invalid, 'total', total, 'memories', items)
+                              'include_invalid', include_invalid, 'total', total, 'memories', items,
+                              'offset', "offset",
+                              'next_offset', CASE WHEN "offset" + jsonb_array_length(items) < total AND max_rows > 0
+                                                  THEN "offset" + jsonb_array_length(items) END)
         || CASE WHEN filter IS NOT NULL THEN jsonb_build_object('filter', filter) ELSE '{}'::jsonb END;
 END
 $$;
 
-COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean, jsonb) IS
+COMMENT ON FUNCTION dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean, jsonb, integer) IS
 'Lists the memories of a scope (kinds default dna.recallable_kinds(); tenant overlay: the tenant''s '
-'rows shadow base rows), newest created_at first then name, kind, tenant; by default only those valid '
-'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100). '
+'rows shadow base rows), newest created_at first then name, kind, tenant (bytewise: one total order); by default only those valid '
+'at world time now (default now()), all with include_invalid. At most max_rows (0..10000, default 100), after skipping '
+'"offset" (0..1000000, default 0) of that order: page p of size n is offset (p - 1) * n, and the pages of one listing '
+'(the same arguments, no write between) are windows of one order, so they compose; next_offset = offset + the '
+'memories returned while total is larger, else NULL (the last page). '
 'Read-only. personal => true lists the caller''s personal memories over the shared base (42501 without '
-'an identity). Returns {scope, tenant, personal, now, include_invalid, total, memories[{kind, name, tenant, valid, '
+'an identity). Returns {scope, tenant, personal, now, include_invalid, total, offset, next_offset, memories[{kind, name, tenant, valid, '
 'retention, surface_count?, superseded_by?, redacted? (the tombstone of dna.redact: {at, by, reason, '
 'digest}), summary, area, affect, tags, memory_type, created_at, valid_from, valid_to?, title, metadata? (dna.memory_metadata, '
 'when not empty)}][, filter]}. filter (jsonb, default NULL): only the memories whose metadata passes it (sql/metadata.sql; '
-'a condition of the scan, total counts them). Errors: 22023 (max_rows, kinds, a malformed filter), 22001 (filter too large), 22007, 42501.';
+'a condition of the scan, total counts them). Errors: 22023 (max_rows, offset, kinds, a malformed filter; with a hint), 22001 (filter too large), 22007, 42501.';

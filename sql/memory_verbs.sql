@@ -282,7 +282,7 @@ CREATE OR REPLACE FUNCTION dna.recall(
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
     personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
     min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL,
-    filter jsonb DEFAULT NULL, context integer DEFAULT 0)
+    filter jsonb DEFAULT NULL, context integer DEFAULT 0, "offset" integer DEFAULT 0)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET jit = off                -- many short statements: compiling them would cost more than running them
@@ -309,12 +309,22 @@ DECLARE
     removed_dense bigint;                            -- candidates the relevance floors removed (dna.search)
     removed_lexical bigint;
     search_hits dna.search_hit[];                    -- dna.search's answer, by its own statement (Citus)
+    upto integer;                                    -- the page's last rank: "offset" + k
+    next_offset integer;                             -- where the next page starts (NULL: no more)
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
     IF k IS NULL OR k < 0 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 0 and 1000, got %', k USING ERRCODE = '22023', HINT = 'k is the number of memories: an integer from 0 to 1000 (0: none).';
     END IF;
+    IF "offset" IS NULL OR "offset" < 0 OR "offset" + k > 1000 THEN
+        RAISE EXCEPTION 'offset must be between 0 and 1000 - k (%), got %', 1000 - k, coalesce("offset"::text, 'NULL')
+            USING ERRCODE = '22023',
+            HINT = 'offset is the number of ranks skipped: the page is ranks offset+1 .. offset+k of the recall at '
+                   'k => offset + k, which is at most 1000; page p of size k is offset (p - 1) * k, and the answer''s '
+                   'next_offset is where the next page starts (NULL: none).';
+    END IF;
+    upto := "offset" + k;
     kinds := dna.check_memory_kinds(kinds);             -- NULL: every memory Kind
     filter := dna.check_filter(filter);                 -- 22023 with a hint when malformed (sql/metadata.sql)
     IF context IS NULL OR context < 0 OR context > 20 THEN
@@ -341,12 +351,14 @@ BEGIN
                           ORDER BY m.documents DESC, m.model_id LIMIT 1),
                          'dna-fake-hash-v1');
     semantic_on := query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 AND NOT blank;
-    depth := least(greatest(3 * k, 10), 1000);
+    -- A page is ranks offset+1 .. offset+k of the recall at k => offset + k: the pool and the lanes are
+    -- those of that recall (upto), so a page is a window of one ranking.
+    depth := least(greatest(3 * upto, 10), 1000);
     actor := coalesce(nullif(actor, ''), session_user::text);
     -- The lanes as deep as dna.search's own at k (its default max(4k, 100), unless the scope sets a
     -- depth), so that the pool's first k are the answer dna.search gives at k.
     lane_depth := (SELECT CASE WHEN sc.dense_candidates IS NULL AND sc.lexical_candidates IS NULL
-                               THEN greatest(4 * k, 100) END FROM dna.search_config(scope) AS sc);
+                               THEN greatest(4 * upto, 100) END FROM dna.search_config(scope) AS sc);
 
     IF as_of IS NOT NULL THEN
         -- A read of the past ranks the past's text: the memories whose text believed at as_of is not
@@ -454,7 +466,12 @@ BEGIN
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
 
     top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)
-                     FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord) WHERE e.ord <= k), '[]');
+                     FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord)
+                     WHERE e.ord > "offset" AND e.ord <= upto), '[]');
+    -- A next page when this one is full and the ranking goes on: more ranked memories past it, or a
+    -- pool cut at its depth (dna.search had more); within the bound offset + k <= 1000.
+    next_offset := CASE WHEN k > 0 AND jsonb_array_length(top) = k AND upto < 1000
+                             AND (jsonb_array_length(hits) > upto OR pooled >= depth) THEN upto END;
     -- context => n: each turn of a conversation with the turns around it (sql/conversations.sql)
     top := dna.turn_neighbours(scope, tenant, top, context);
     -- a hit whose claim a newer memory in force contradicts says so, naming it (sql/memory_contradictions.sql)
@@ -497,7 +514,8 @@ BEGIN
         END;
     END IF;
 
-    result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'k', k, 'model_id', model_id,
+    result := jsonb_build_object('query', query, 'scope', scope, 'tenant', tenant, 'personal', personal IS TRUE, 'k', k,
+                                 'offset', "offset", 'next_offset', next_offset, 'model_id', model_id,
                                  'degraded', NOT blank AND NOT semantic_on, 'semantic', semantic_on,
                                  'now', dna.iso8601(world), 'decay', decay, 'hits', top,
                                  'reconsolidated', done);
@@ -542,10 +560,10 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer, integer) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
-'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
-'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
+'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them; k there is '
+'offset + k with "offset"), so the pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
 'the scope''s model_id with the most documents (dna.scope_models; of query_embedding''s width when given), '
 'else dna-fake-hash-v1; tenant overlay); each candidate''s spec is the stored one, or with as_of the version '
 'of dna_versions recorded at or before as_of (transaction time); memories not valid at world time now '
@@ -560,7 +578,7 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'surfaced keeps 1 (surfaced), or from when it was written when never surfaced (written), or not at all '
 '(off); case and blanks ignored, anything else 22023; the answer says which ran. semantic = true with a '
 'non-zero query_embedding; otherwise semantic = false and degraded = true (a blank query has no hits and '
-'is not degraded). The first k (0..1000, default 5) are returned with display fields (dna.memory_display), '
+'is not degraded). The first k (0..1000, default 5), after "offset" ranks (below), are returned with display fields (dna.memory_display), '
 'search_score, rank_search (place in dna.search''s ranking), memory_factor, ecphory and retention (Engram, '
 '4 places). explain => true adds to each hit explain.memory = dna.memory_explain(kind, spec, query, now, decay) '
 '(factor, retention, affect, decay, stability_days, days_since, decays_from, tie_break {ecphory, cue_match, matched, '
@@ -575,7 +593,7 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'a memory created after as_of is simply absent. Only memories of the partition read '
 '(tenant, or the personal partition) are reconsolidated: a cue never lands in a shared base row. personal => '
 'true reads the caller''s personal partition plus the shared base, nothing from any workspace (42501 '
-'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, '
+'without an identity); each hit says personal true|false. Returns {query, scope, tenant, personal, k, offset, next_offset, '
 'model_id, degraded, semantic, now, decay, hits, reconsolidated[, reconsolidation_errors][, as_of, '
 'as_of_truncated, as_of_past_text, as_of_redacted (memories of the scope erased by dna.redact that existed at '
 'as_of)]}. With as_of, a memory whose text believed at as_of is not today''s is ranked by that text (not by '
@@ -599,6 +617,14 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 '(a conversation''s, dna.remember_conversation) carries context, the turns of its session within context places before '
 'and after it (dna.turn_neighbours). A hit whose declared claim a newer memory in force contradicts carries '
 'contradicted_by (dna.flag_contradicted: the rival, its claim, and accept, the dna.forget call that takes it as '
-'the successor; not on an as_of read). Errors: 22023 (k, kinds, model_id, embedding '
+'the successor; not on an as_of read). Pages: "offset" (default 0; offset + k at most 1000) returns ranks '
+'offset+1 .. offset+k of the recall at k => offset + k (its pool and lane depths), so page p of size k is '
+'offset (p - 1) * k and equals those ranks of one call with k => p * k; the pages of one size concatenate into that '
+'call when the memory factors do not reach past its pool (equal standing, as over tied documents: dna.search''s '
+'top k is a prefix of its top 2k). A page that reinforces (reconsolidate, the default) changes the standing of '
+'what it surfaced and so the ranking the next page is cut from (a surfaced memory loses ties to unsurfaced ones): '
+'walk pages as pure reads (reconsolidate => false, or as_of) for windows of one ranking. '
+'The answer says offset and next_offset (offset + k when the page is full and the ranking goes on, else NULL). '
+'Errors: 22023 (k, offset, kinds, model_id, embedding '
 'width, decay, floors, a malformed filter, context), 22001 (query > 10000 chars, filter > 65536 bytes), '
 '22007 (infinite now/as_of), 42501 (reserved tenant).';

@@ -49,8 +49,12 @@ def _answers(conn, t):
 RECALL_TOPIC = {"score", "ecphory", "memory_factor", "rank", "metadata"}  # metadata: 0019 topic metadata adds it to hits
 
 
+# Keys of the answer later topics add: 0022 topic pagination says where the page starts and the next would.
+PAGES = {"offset", "next_offset"}
+
+
 def _as_of_view(answers):
-    return [{**{key: value for key, value in a.items() if key != "hits"},
+    return [{**{key: value for key, value in a.items() if key != "hits" and key not in PAGES},
              "hits": sorted(({key: value for key, value in h.items() if key not in RECALL_TOPIC} for h in a["hits"]),
                             key=lambda h: h["name"])} for a in answers]
 

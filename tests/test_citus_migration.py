@@ -70,6 +70,9 @@ def _answers(conn):
         if key.startswith("recall"):
             out[key] = [{k: v for k, v in h.items() if k != "metadata"} for h in out[key]]
     out["list"]["memories"] = [{k: v for k, v in m.items() if k != "metadata"} for m in out["list"]["memories"]]
+    # From 0022 (topic pagination) a listing also says where it starts and where the next page would.
+    for key in ("offset", "next_offset"):
+        out["list"].pop(key, None)
     return out
 
 

@@ -28,6 +28,16 @@ the same text for a passage (title, heading context, body). The after fragment d
 table's generated tsv with the new expression (one rewrite; rows without a heading keep their tsvector) and
 derives the BM25 state of the rows with a heading again (``dna.reconcile(scope, 'rebuild_lexical')``); the
 undo fragment does the same with 0021's expression. Stored vectors are not re-embedded.
+
+pagination (``memory_verbs.sql``, ``memory_lifecycle.sql``; fragments ``before_pagination.sql``,
+``after_pagination.sql``, ``undo_pagination.sql``; issue 27 item 6): ``dna.recall`` and ``dna.list_memories``
+take ``"offset"`` (integer, default 0), as ``dna.search`` has since 0016. A recall page is ranks offset+1 ..
+offset+k of the recall at ``k => offset + k`` (its pool and lane depths; offset + k at most 1000); a listing
+page skips ``offset`` memories of its one total order (created desc, then name, kind, tenant bytewise; offset
+0..1000000). Both answers say ``offset`` and ``next_offset`` (where the next page starts, NULL on the last);
+a negative or too large offset is 22023 with a hint. The 0021 signatures are dropped before the plane files
+run; on a database Citus already distributes, the new ones are delegated by scope after them (as
+``dna.distribute`` does); the downgrade drops them and re-runs the released texts.
 """
 import sys
 from pathlib import Path
@@ -73,7 +83,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("documents.sql",)
+CHANGED: tuple[str, ...] = ("documents.sql", "memory_verbs.sql", "memory_lifecycle.sql")
 
 
 def changed_files() -> list[str]:

@@ -89,6 +89,17 @@ ValidTime = Annotated[Optional[datetime], Field(
     description="World time, ISO-8601: leave out memories not in force then (default: now). Documents that "
                 "are not memories are always in force.")]
 IncludeRetired = Annotated[bool, Field(description="true = also return forgotten memories (default false).")]
+SearchOffset = Annotated[int, Field(
+    ge=0, le=9000, description="Skip this many ranks (0-9000; default 0): the hits are ranks offset+1 .. offset+k of "
+                               "one ranking, so page p of size k is offset (p-1)*k; the answer's next_offset starts the "
+                               "next page (null: none).")]
+RecallOffset = Annotated[int, Field(
+    ge=0, le=1000, description="Skip this many ranks (offset + k at most 1000; default 0): the memories are ranks "
+                               "offset+1 .. offset+k of the recall with k = offset + k; the answer's next_offset starts "
+                               "the next page (null: none).")]
+ListOffset = Annotated[int, Field(
+    ge=0, le=1000000, description="Skip this many memories of the listing's order (newest first, then name; "
+                                  "0-1000000; default 0); the answer's next_offset starts the next page (null: none).")]
 
 
 class Claim(BaseModel):

@@ -102,27 +102,28 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     def search(query: f.Query, scope: OptScope = None, k: f.SearchK = 10,
                kinds: f.DocKinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, valid_time: f.ValidTime = None,
-               include_retired: f.IncludeRetired = False, filter: f.Filter = None) -> dict[str, Any]:
+               include_retired: f.IncludeRetired = False, filter: f.Filter = None,
+               offset: f.SearchOffset = 0) -> dict[str, Any]:
         """Hybrid search (dna.search) over the documents and memories of a scope: ranked hits with score
         (RRF), similarity (cosine, -1..1), lexical_score (BM25), per-lane ranks and metadata; filter narrows
-        by metadata. Does not write."""
+        by metadata; offset pages (next_offset: the next page's). Does not write."""
         return door.call(lambda v: v.search(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, valid_time=valid_time,
-                                            include_retired=include_retired, filter=filter))
+                                            include_retired=include_retired, filter=filter, offset=offset))
 
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None, as_of: f.AsOf = None,
                reconsolidate: f.Reconsolidate = True, filter: f.Filter = None,
-               context: f.Context = 0) -> dict[str, Any]:
+               context: f.Context = 0, offset: f.RecallOffset = 0) -> dict[str, Any]:
         """Recall memories (dna.recall): the memories in force that best match the query, ranked by relevance,
         retention (forgetting curve) and affect; each hit has kind, name, score, summary, metadata and personal
         (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation, session,
-        speaker...); context=n adds to each conversation turn the n turns around it. Surfacing a memory
-        strengthens it unless reconsolidate=false."""
+        speaker...); context=n adds to each conversation turn the n turns around it; offset pages (next_offset:
+        the next page's). Surfacing a memory strengthens it unless reconsolidate=false."""
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
-                                            filter=filter, context=context))
+                                            filter=filter, context=context, offset=offset))
 
     @server.tool(annotations=_WRITE)
     def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.NewKind = "Engram",
@@ -194,12 +195,14 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     @server.tool(annotations=_READ)
     def list_memories(scope: OptScope = None, kinds: f.Kinds = None, tenant: f.Tenant = "",
                       personal: f.Personal = False, include_forgotten: f.IncludeForgotten = False,
-                      now: f.Now = None, limit: f.ListLimit = 100, filter: f.Filter = None) -> dict[str, Any]:
-        """List memories (dna.list_memories), newest first: {total, memories: [{kind, name, summary, valid,
-        personal, created_at, metadata, ...}]}; filter narrows by metadata. Does not write."""
+                      now: f.Now = None, limit: f.ListLimit = 100, filter: f.Filter = None,
+                      offset: f.ListOffset = 0) -> dict[str, Any]:
+        """List memories (dna.list_memories), newest first: {total, offset, next_offset, memories: [{kind, name,
+        summary, valid, personal, created_at, metadata, ...}]}; filter narrows by metadata; offset pages (the
+        next page starts at next_offset, null on the last). Does not write."""
         return door.call(lambda v: v.list_memories(scope_of(scope), kinds=kinds, tenant=tenant, personal=personal,
                                                    include_forgotten=include_forgotten, now=now, limit=limit,
-                                                   filter=filter))
+                                                   filter=filter, offset=offset))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
@@ -226,7 +229,8 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
 
 # Names other memory APIs give these arguments (mem0, Zep, Letta): the hint names ours.
 _SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
-             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal"}
+             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal",
+             "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset"}
 
 
 def unknown_arguments_message(tool: str, unknown: list[str], known: list[str]) -> str:

@@ -66,6 +66,7 @@ class SearchRequest(_Body):
     valid_time: f.ValidTime = None
     include_retired: f.IncludeRetired = False
     filter: f.Filter = None
+    offset: f.SearchOffset = 0
 
 
 class RememberRequest(_Body):
@@ -300,7 +301,7 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         return run(credentials, lambda v: v.search(
             scope_of(req.scope), req.query, k=req.k, kinds=req.kinds, tenant=req.tenant, personal=req.personal,
             name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired,
-            filter=req.filter))
+            filter=req.filter, offset=req.offset))
 
     @app.post("/v1/memories", tags=["memory"], summary="Remember (dna.remember)")
     def remember(req: RememberRequest, credentials: Credentials) -> dict[str, Any]:
@@ -336,11 +337,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         now: Annotated[f.Now, Query()] = None,
         limit: Annotated[f.ListLimit, Query()] = 100,
         filter: Annotated[f.FilterJson, Query()] = None,
+        offset: Annotated[f.ListOffset, Query()] = 0,
     ) -> dict[str, Any]:
         narrow = filter_param(filter)
         return run(credentials, lambda v: v.list_memories(
             scope_of(scope), kinds=kind, tenant=tenant, personal=personal, include_forgotten=include_forgotten,
-            now=now, limit=limit, filter=narrow))
+            now=now, limit=limit, filter=narrow, offset=offset))
 
     @app.get("/v1/memories/search", tags=["memory"],
              summary="Recall memories (dna.recall); strengthens what it surfaces unless reconsolidate=false or as_of")
@@ -358,11 +360,12 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         actor: Annotated[f.Actor, Query()] = None,
         filter: Annotated[f.FilterJson, Query()] = None,
         context: Annotated[f.Context, Query()] = 0,
+        offset: Annotated[f.RecallOffset, Query()] = 0,
     ) -> dict[str, Any]:
         narrow = filter_param(filter)
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
-            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context))
+            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context, offset=offset))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")

@@ -150,16 +150,21 @@ class Verbs:
 
     def search(self, scope: str, query: str, *, k: int = 10, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, name_prefix: str | None = None, valid_time: datetime | None = None,
-               include_retired: bool = False, filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``dna.search``: hybrid search of documents and memories in a scope."""
+               include_retired: bool = False, filter: Mapping[str, Any] | None = None,
+               offset: int = 0) -> dict[str, Any]:
+        """``dna.search``: hybrid search of documents and memories in a scope; ``offset``: ranks offset+1 ..
+        offset+k of one ranking. ``next_offset``: offset + k when the page is full (the next page may be
+        empty), else None."""
         from pydna.memory import DEFAULT_MODEL_ID
 
         model = self.client.embedder.model_id if self.client.embedder is not None else DEFAULT_MODEL_ID
         result = self.client.search(scope, query, kind=_kinds(kinds), k=k, tenant=tenant, personal=personal,
                                     name_prefix=name_prefix, valid_time=utc(valid_time),
-                                    include_retired=include_retired, model_id=model, filter=filter)
+                                    include_retired=include_retired, model_id=model, filter=filter, offset=offset)
         out: dict[str, Any] = {"hits": [asdict(h) for h in result.hits], "degraded": result.degraded,
-                               "model_id": result.model_id}
+                               "model_id": result.model_id, "offset": offset,
+                               "next_offset": offset + k if k and len(result.hits) == k and offset + k <= 9000
+                               else None}
         if result.error:
             out["embedding_error"] = result.error
         if result.notices:
@@ -169,11 +174,11 @@ class Verbs:
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, now: datetime | None = None, as_of: datetime | None = None,
                reconsolidate: bool = True, actor: str | None = None,
-               filter: Mapping[str, Any] | None = None, context: int = 0) -> dict[str, Any]:
-        """``dna.recall``."""
+               filter: Mapping[str, Any] | None = None, context: int = 0, offset: int = 0) -> dict[str, Any]:
+        """``dna.recall`` (``offset``: ranks offset+1 .. offset+k; the answer says ``next_offset``)."""
         return self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
                                   now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor,
-                                  filter=filter, context=context)
+                                  filter=filter, context=context, offset=offset)
 
     def remember(self, scope: str, *, summary: str | None = None, kind: str = "Engram", name: str | None = None,
                  tenant: str = "", personal: bool = False, now: datetime | None = None, area: str | None = None,
@@ -224,10 +229,10 @@ class Verbs:
 
     def list_memories(self, scope: str, *, kinds: Sequence[str] | None = None, tenant: str = "",
                       personal: bool = False, include_forgotten: bool = False, now: datetime | None = None,
-                      limit: int = 100, filter: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``dna.list_memories``."""
+                      limit: int = 100, filter: Mapping[str, Any] | None = None, offset: int = 0) -> dict[str, Any]:
+        """``dna.list_memories`` (``offset``: skip that many; the answer says ``next_offset``)."""
         return self.memory.list(scope, kinds=_kinds(kinds), tenant=tenant, include_invalid=include_forgotten,
-                                now=utc(now), limit=limit, personal=personal, filter=filter)
+                                now=utc(now), limit=limit, personal=personal, filter=filter, offset=offset)
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
                     apply: bool = False, stale_retention_floor: float = 0.15, merge_overlap_floor: float = 0.5,
