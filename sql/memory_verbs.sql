@@ -282,7 +282,8 @@ CREATE OR REPLACE FUNCTION dna.recall(
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
     personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
     min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL,
-    filter jsonb DEFAULT NULL, context integer DEFAULT 0)
+    filter jsonb DEFAULT NULL, context integer DEFAULT 0,
+    diversity text DEFAULT NULL, duplicate_similarity double precision DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET jit = off                -- many short statements: compiling them would cost more than running them
@@ -323,6 +324,8 @@ BEGIN
     END IF;
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
+    diversity := coalesce(lower(btrim(diversity)), 'collapse');      -- dna.search's collapse (sql/fusion.sql)
+    PERFORM dna.check_diversity(diversity, duplicate_similarity, NULL, 'dna.recall');
     decay := coalesce(lower(btrim(decay)), 'surfaced');
     IF decay NOT IN ('surfaced', 'written', 'off') THEN
         RAISE EXCEPTION 'decay must be surfaced, written or off, got %', quote_literal(decay) USING ERRCODE = '22023',
@@ -376,7 +379,10 @@ BEGIN
                         -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
                         min_similarity => min_similarity, min_lexical_score => min_lexical_score,
                         -- the metadata filter, inside both lanes before their top k
-                        filter => filter) AS x);
+                        filter => filter,
+                        -- near-duplicates of a higher-ranked memory leave the pool (explain: which, into which)
+                        diversity => diversity, duplicate_similarity => duplicate_similarity,
+                        explain => explain IS TRUE) AS x);
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM unnest(search_hits) AS x
@@ -441,8 +447,9 @@ BEGIN
                        'lexical_score', rk.lexical_score, 'rank_dense', rk.rank_dense, 'rank_lexical', rk.rank_lexical,
                        'metadata', CASE WHEN rk.metadata <> '{}'::jsonb THEN rk.metadata END,
                        'recorded_at', dna.iso8601(rk.past_recorded), 'as_of_version', rk.past_version,
-                       'explain', CASE WHEN explain THEN jsonb_build_object(
-                                      'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay)) END)),
+                       'explain', CASE WHEN explain THEN jsonb_strip_nulls(jsonb_build_object(
+                                      'memory', dna.memory_explain(rk.kind, rk.spec, query, world, decay),
+                                      'collapsed', rk.explain -> 'diversity' -> 'collapsed')) END)),
                    rk.spec), 'spec', rk.spec)
                    ORDER BY rk.rescored DESC, rk.ecphory DESC, rk.name COLLATE "C", rk.kind COLLATE "C",
                             rk.tenant COLLATE "C"), '[]'::jsonb)
@@ -518,6 +525,9 @@ BEGIN
             'ranking', 'search_score × memory_factor (dna.memory_factors: max(0.05, retention) × affect), ordered '
                        '(score desc, ecphory desc, name, kind, tenant)',
             'decay', decay,
+            'diversity', coalesce((search_hits[1]).explain -> 'answer' -> 'diversity',
+                                  jsonb_build_object('method', diversity, 'duplicate_similarity',
+                                                     CASE WHEN diversity <> 'off' THEN coalesce(duplicate_similarity, dna.default_duplicate_similarity()) END)),
             'pool', jsonb_build_object('asked', depth, 'returned', pooled, 'in_force', in_force,
                                        'dropped', pooled - in_force,
                                        'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
@@ -542,7 +552,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer, text, double precision) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them), so the '
 'pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
@@ -601,4 +611,8 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'contradicted_by (dna.flag_contradicted: the rival, its claim, and accept, the dna.forget call that takes it as '
 'the successor; not on an as_of read). Errors: 22023 (k, kinds, model_id, embedding '
 'width, decay, floors, a malformed filter, context), 22001 (query > 10000 chars, filter > 65536 bytes), '
-'22007 (infinite now/as_of), 42501 (reserved tenant).';
+'22007 (infinite now/as_of), 42501 (reserved tenant). diversity (default NULL = ''collapse''; or ''off'') and '
+'duplicate_similarity (cosine in (0, 1]; NULL: dna.default_duplicate_similarity(), 0.95) go to dna.search: a memory '
+'whose text is a near-duplicate of a higher-ranked one (the same dna.text_key, or that cosine between their vectors) '
+'leaves the pool before the re-score; explain names, on each hit, the memories collapsed into it (explain.collapsed) '
+'and, on the answer, explain.diversity. ''mmr'' or mmr_lambda: 22023 (recall re-ranks by standing; MMR is dna.search''s).';

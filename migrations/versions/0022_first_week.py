@@ -13,7 +13,16 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-No topic yet.
+diversity (fusion.sql, search.sql, memory_verbs.sql; fragments before_diversity.sql, undo_diversity.sql; issue 27
+item 2): near-duplicates no longer crowd an answer. ``dna.search`` gains ``diversity`` ('collapse', the default;
+'mmr'; 'off', the answer before), ``duplicate_similarity`` and ``mmr_lambda``; ``dna.recall`` gains ``diversity``
+('collapse' or 'off') and ``duplicate_similarity``, passed to dna.search. A hit whose passage has the same
+``dna.text_key`` (letters and digits, lower-cased) as one ranked above it, or a cosine between the stored passage
+vectors >= 0.95 (``dna.default_duplicate_similarity()``), is collapsed into it; 'mmr' then orders the rest by
+Maximal Marginal Relevance (``dna.default_mmr_lambda()`` 0.7). ``dna.diversify`` (fusion.sql) walks the ranking;
+explain names what was collapsed into each hit. The 0021 signatures of dna.search and dna.recall are dropped
+before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
+duplicate set; docs/hybrid-search.md).
 """
 import sys
 from pathlib import Path
@@ -59,7 +68,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ()
+CHANGED: tuple[str, ...] = ("fusion.sql", "search.sql", "memory_verbs.sql")
 
 
 def changed_files() -> list[str]:
