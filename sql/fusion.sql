@@ -143,18 +143,30 @@ COMMENT ON FUNCTION dna.convex_fusion(double precision, double precision, double
 CREATE OR REPLACE FUNCTION dna.text_key(body text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT md5(nullif(btrim(regexp_replace(lower(coalesce(body, '')), '[^[:alnum:]]+', ' ', 'g')), '')) $$;
+AS $$
+    -- heading lines out (a passage starts with its section's heading, which a copy in another file does
+    -- not share): an RST or setext title with its underline, a bare adornment line (an overline), a
+    -- Markdown ATX heading; then every run of characters other than letters and digits one space
+    SELECT nullif(' ' || btrim(regexp_replace(lower(
+               regexp_replace(regexp_replace(regexp_replace(coalesce(body, ''),
+                   '^[^\n]*\n([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
+                   '^([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
+                   '^[ \t]{0,3}#{1,6}([ \t][^\n]*)?$', '', 'gn')),
+               '[^[:alnum:]]+', ' ', 'g')) || ' ', '  ')
+$$;
 
 COMMENT ON FUNCTION dna.text_key(text) IS
-'The key under which two passages count as the same text for dna.diversify: md5 of the text lower-cased, every '
-'run of characters other than letters and digits made one space, trimmed (so Markdown or RST marks, punctuation '
-'and line breaks do not tell copies apart); NULL for a text with no letter or digit (never a duplicate by text). Pure.';
+'The text of a passage as dna.diversify compares it: heading lines dropped (an RST or setext title with its '
+'underline, an adornment line, a Markdown ATX heading: a passage begins with its own section''s heading, which a '
+'copy in another file does not share), lower-cased, every run of characters other than letters and digits one '
+'space (Markdown or RST marks, punctuation and line breaks do not tell copies apart), with one space before and '
+'after (so that a containment is of whole words). NULL for a text with no letter or digit. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.diversify(
     embeddings vector[], text_keys text[], scores double precision[],
     method text DEFAULT 'collapse', duplicate_similarity double precision DEFAULT 0.95,
     mmr_lambda double precision DEFAULT NULL, want integer DEFAULT 10)
-RETURNS TABLE (pos integer, place integer, duplicate_of integer, similarity double precision,
+RETURNS TABLE (pos integer, place integer, duplicate_of integer, reason text, similarity double precision,
                relevance double precision, redundancy double precision)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -162,6 +174,7 @@ DECLARE
     n integer := coalesce(cardinality(scores), 0);
     kept integer[] := '{}';                 -- positions kept, in their place order
     fate integer[] := array_fill(0, ARRAY[greatest(n, 1)]);   -- 0 open, > 0 its place, < 0 duplicate of -fate
+    why text[] := array_fill(NULL::text, ARRAY[greatest(n, 1)]);
     sim double precision[] := array_fill(NULL::float8, ARRAY[greatest(n, 1)]);
     worst double precision[] := array_fill(-1::float8, ARRAY[greatest(n, 1)]);  -- MMR: max cosine to the kept
     rel double precision[] := array_fill(1::float8, ARRAY[greatest(n, 1)]);
@@ -210,14 +223,14 @@ BEGIN
             END IF;
         END LOOP;
         EXIT WHEN best IS NULL;
-        -- a near-duplicate of a kept hit (the same text key, or a cosine >= duplicate_similarity) is collapsed into it
+        -- a near-duplicate of a kept hit is collapsed into the first such hit: the same text key, a text
+        -- key of at least 100 characters inside the kept one's (it adds nothing), or a cosine >= duplicate_similarity
         FOREACH j IN ARRAY kept LOOP
-            IF text_keys[best] = text_keys[j] THEN
-                c := 1;
-            ELSE
-                c := 1 - (embeddings[best] <=> embeddings[j]);
-            END IF;
-            IF c >= duplicate_similarity THEN
+            c := 1 - (embeddings[best] <=> embeddings[j]);
+            why[best] := CASE WHEN text_keys[best] = text_keys[j] THEN 'same text'
+                              WHEN length(text_keys[best]) >= 100 AND strpos(text_keys[j], text_keys[best]) > 0 THEN 'contained'
+                              WHEN c >= duplicate_similarity THEN 'cosine' END;
+            IF why[best] IS NOT NULL THEN
                 fate[best] := -j;
                 sim[best] := dna.score_round(c);
                 EXIT;
@@ -235,7 +248,7 @@ BEGIN
     END LOOP;
     RETURN QUERY
         SELECT i2, CASE WHEN fate[i2] > 0 THEN fate[i2] END, CASE WHEN fate[i2] < 0 THEN -fate[i2] END,
-               CASE WHEN fate[i2] < 0 THEN sim[i2] END,
+               why[i2], CASE WHEN fate[i2] < 0 THEN sim[i2] END,
                CASE WHEN method = 'mmr' AND fate[i2] > 0 THEN dna.score_round(rel[i2]) END,
                CASE WHEN method = 'mmr' AND fate[i2] > 0 THEN dna.score_round(greatest(worst[i2], 0)) END
         FROM generate_series(1, n) AS i2
@@ -250,14 +263,15 @@ COMMENT ON FUNCTION dna.diversify(vector[], text[], double precision[], text, do
 'ranking and keeps up to want hits: method ''collapse'' takes the next candidate in rank order; ''mmr'' (Maximal '
 'Marginal Relevance, Carbonell & Goldstein, SIGIR 1998) the candidate with the highest mmr_lambda x relevance - '
 '(1 - mmr_lambda) x max cosine to a hit already kept (relevance = the fused score min-max normalised over the '
-'candidates; ties: the better fused rank). Either way a candidate whose text key equals a kept hit''s, or whose '
-'cosine to one is >= duplicate_similarity, is collapsed into the first such hit (in place order) and never kept. '
+'candidates; ties: the better fused rank). Either way a candidate is collapsed into the first kept hit (in place '
+'order) that it duplicates, and never kept: reason ''same text'' (equal text keys), ''contained'' (its text key, '
+'at least 100 characters, is inside the kept one''s: it adds nothing) or ''cosine'' (cosine >= duplicate_similarity). '
 'Returns one row per candidate it decided, by pos (1-based input position): kept ones with place (1..want, the '
 'order of the answer) and, for mmr, relevance and redundancy (max cosine to the hits placed before, >= 0); '
-'collapsed ones with duplicate_of (the pos of the hit it duplicates) and similarity (its cosine, 1 for the same '
-'text). Candidates after the want-th kept hit are not returned. Cost: collapse ~ want x candidates walked '
-'cosines, mmr ~ want x n. Errors: 22023 for arrays of different lengths, another method, mmr_lambda outside '
-'[0, 1] with mmr. Pure.';
+'collapsed ones with duplicate_of (the pos of the hit it duplicates), reason and similarity (their cosine; NULL '
+'without vectors). Candidates after the want-th kept hit are not returned. Cost: collapse ~ want x candidates walked '
+'comparisons, mmr ~ want x n cosines. Errors: 22023 for arrays of different lengths, another method, mmr_lambda '
+'outside [0, 1] with mmr. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.default_duplicate_similarity()
 RETURNS double precision

@@ -584,7 +584,8 @@ BEGIN
              SELECT r.*, p.place, CASE WHEN $27 THEN jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
                         ''fused_rank'', r.pos, ''place'', p.place, ''relevance'', p.relevance, ''redundancy'', p.redundancy,
                         ''collapsed'', (SELECT jsonb_agg(jsonb_build_object(''kind'', c.kind, ''name'', c.name, ''tenant'', c.tenant,
-                                                 ''passage'', c.passage, ''fused_rank'', c.pos, ''score'', c.score, ''similarity'', q.similarity)
+                                                 ''passage'', c.passage, ''fused_rank'', c.pos, ''score'', c.score,
+                                                 ''reason'', q.reason, ''similarity'', q.similarity)
                                                  ORDER BY c.pos)
                                       FROM picked AS q JOIN ranked AS c ON c.pos = q.pos WHERE q.duplicate_of = p.pos)))) END AS diverse
              FROM picked AS p JOIN ranked AS r ON r.pos = p.pos
