@@ -113,6 +113,11 @@ def main(argv=None) -> int:
     ap.add_argument("--dsn", default=os.environ.get("DNA_BENCH_DSN"))
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--passes", type=int, default=1)
+    ap.add_argument("--splits", default="train,test", help="which splits to run (comma-separated)")
+    ap.add_argument("--grid", choices=("full", "default"), default="full",
+                    help="full: every threshold and lambda; default: off, the default collapse and mmr 0.7 only")
+    ap.add_argument("--no-index", action="store_true",
+                    help="with --dsn: the scopes beir and dup are there already (a run beside another on its database)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N queries of each split (a smoke run)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "diversity.json"))
     args = ap.parse_args(argv)
@@ -142,13 +147,14 @@ def main(argv=None) -> int:
     try:
         client = pydna.connect(dsn, embedder=embedder)
         t = time.perf_counter()
-        rows = [{"name": d["_id"], "title": d["title"] or None, "body": d["text"]} for d in corpus]
-        client.index("beir", rows, kind="Doc", passages=False)
-        client.index("dup", rows + [{"name": c["_id"], "title": c["title"], "body": c["text"]} for c in copies],
-                     kind="Doc", passages=False)
-        embedder.flush()
-        client.conn.execute("VACUUM ANALYZE")
-        print(f"indexed in {time.perf_counter() - t:.1f} s")
+        if not args.no_index:
+            rows = [{"name": d["_id"], "title": d["title"] or None, "body": d["text"]} for d in corpus]
+            client.index("beir", rows, kind="Doc", passages=False)
+            client.index("dup", rows + [{"name": c["_id"], "title": c["title"], "body": c["text"]} for c in copies],
+                         kind="Doc", passages=False)
+            embedder.flush()
+            client.conn.execute("VACUUM ANALYZE")
+        print(f"indexed in {time.perf_counter() - t:.1f} s", flush=True)
         model = embedder.model_id
         qtext = {**train_q, **test_q}
         qids = list(qtext)
@@ -164,7 +170,11 @@ def main(argv=None) -> int:
 
         modes = [("off", None, None)] + [("collapse", t, None) for t in THRESHOLDS] + \
                 [("mmr", None, lam) for lam in LAMBDAS]
-        for split, queries, rel in (("train", train_q, train_rel), ("test", test_q, test_rel)):
+        if args.grid == "default":
+            modes = [("off", None, None), ("collapse", DEFAULT_THRESHOLD, None), ("mmr", None, 0.7)]
+        splits = [s for s in (("train", train_q, train_rel), ("test", test_q, test_rel))
+                  if s[0] in args.splits.split(",")]
+        for split, queries, rel in splits:
             for lane in ("hybrid", "lexical"):
                 for div, thr, lam in modes:
                     if lane == "lexical" and div == "mmr":

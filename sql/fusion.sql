@@ -163,7 +163,7 @@ COMMENT ON FUNCTION dna.text_key(text) IS
 'after (so that a containment is of whole words). NULL for a text with no letter or digit. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.diversify(
-    embeddings vector[], text_keys text[], scores double precision[],
+    embeddings vector[], texts text[], scores double precision[],
     method text DEFAULT 'collapse', duplicate_similarity double precision DEFAULT 0.95,
     mmr_lambda double precision DEFAULT NULL, want integer DEFAULT 10)
 RETURNS TABLE (pos integer, place integer, duplicate_of integer, reason text, similarity double precision,
@@ -175,6 +175,8 @@ DECLARE
     kept integer[] := '{}';                 -- positions kept, in their place order
     fate integer[] := array_fill(0, ARRAY[greatest(n, 1)]);   -- 0 open, > 0 its place, < 0 duplicate of -fate
     why text[] := array_fill(NULL::text, ARRAY[greatest(n, 1)]);
+    keys text[] := array_fill(NULL::text, ARRAY[greatest(n, 1)]);    -- dna.text_key, taken when first compared
+    keyed boolean[] := array_fill(false, ARRAY[greatest(n, 1)]);
     sim double precision[] := array_fill(NULL::float8, ARRAY[greatest(n, 1)]);
     worst double precision[] := array_fill(-1::float8, ARRAY[greatest(n, 1)]);  -- MMR: max cosine to the kept
     rel double precision[] := array_fill(1::float8, ARRAY[greatest(n, 1)]);
@@ -187,9 +189,9 @@ DECLARE
     best_value double precision;
     v double precision;
 BEGIN
-    IF cardinality(embeddings) IS DISTINCT FROM n OR cardinality(text_keys) IS DISTINCT FROM n THEN
-        RAISE EXCEPTION 'dna.diversify: % scores, % embeddings and % text keys: one each per candidate',
-            n, coalesce(cardinality(embeddings), 0), coalesce(cardinality(text_keys), 0) USING ERRCODE = '22023';
+    IF cardinality(embeddings) IS DISTINCT FROM n OR cardinality(texts) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'dna.diversify: % scores, % embeddings and % texts: one each per candidate',
+            n, coalesce(cardinality(embeddings), 0), coalesce(cardinality(texts), 0) USING ERRCODE = '22023';
     END IF;
     IF method IS NULL OR method NOT IN ('collapse', 'mmr') THEN
         RAISE EXCEPTION 'dna.diversify: method must be collapse or mmr, got %', coalesce(quote_literal(method), 'NULL')
@@ -225,10 +227,14 @@ BEGIN
         EXIT WHEN best IS NULL;
         -- a near-duplicate of a kept hit is collapsed into the first such hit: the same text key, a text
         -- key of at least 100 characters inside the kept one's (it adds nothing), or a cosine >= duplicate_similarity
+        IF NOT keyed[best] THEN                 -- a kept hit's key was taken when it was walked
+            keys[best] := dna.text_key(texts[best]);
+            keyed[best] := true;
+        END IF;
         FOREACH j IN ARRAY kept LOOP
             c := 1 - (embeddings[best] <=> embeddings[j]);
-            why[best] := CASE WHEN text_keys[best] = text_keys[j] THEN 'same text'
-                              WHEN length(text_keys[best]) >= 100 AND strpos(text_keys[j], text_keys[best]) > 0 THEN 'contained'
+            why[best] := CASE WHEN keys[best] = keys[j] THEN 'same text'
+                              WHEN length(keys[best]) >= 100 AND strpos(keys[j], keys[best]) > 0 THEN 'contained'
                               WHEN c >= duplicate_similarity THEN 'cosine' END;
             IF why[best] IS NOT NULL THEN
                 fate[best] := -j;
@@ -259,7 +265,8 @@ $$;
 
 COMMENT ON FUNCTION dna.diversify(vector[], text[], double precision[], text, double precision, double precision, integer) IS
 'Diversity over one fused ranking (dna.search''s diversity): candidates 1..n in their fused order, each with its '
-'passage vector (NULL: compared by text only), dna.text_key of its passage text and its fused score. Walks the '
+'passage vector (NULL: compared by text only), its passage text (NULL: compared by vector only; dna.text_key is '
+'taken of the candidates walked only) and its fused score. Walks the '
 'ranking and keeps up to want hits: method ''collapse'' takes the next candidate in rank order; ''mmr'' (Maximal '
 'Marginal Relevance, Carbonell & Goldstein, SIGIR 1998) the candidate with the highest mmr_lambda x relevance - '
 '(1 - mmr_lambda) x max cosine to a hit already kept (relevance = the fused score min-max normalised over the '
@@ -270,7 +277,7 @@ COMMENT ON FUNCTION dna.diversify(vector[], text[], double precision[], text, do
 'order of the answer) and, for mmr, relevance and redundancy (max cosine to the hits placed before, >= 0); '
 'collapsed ones with duplicate_of (the pos of the hit it duplicates), reason and similarity (their cosine; NULL '
 'without vectors). Candidates after the want-th kept hit are not returned. Cost: collapse ~ want x candidates walked '
-'comparisons, mmr ~ want x n cosines. Errors: 22023 for arrays of different lengths, another method, mmr_lambda '
+'comparisons and one dna.text_key per candidate walked, mmr ~ want x n cosines. Errors: 22023 for arrays of different lengths, another method, mmr_lambda '
 'outside [0, 1] with mmr. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.default_duplicate_similarity()

@@ -469,12 +469,12 @@ BEGIN
             'WITH h AS (SELECT e.value AS hit, e.ord::integer AS ord FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
              p AS MATERIALIZED (
                  SELECT h.ord, h.hit, CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.embedding END AS embedding,
-                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN dna.text_key(d.body) END AS text_key
+                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.body END AS body
                  FROM h LEFT JOIN %s AS d ON d.scope = $2 AND d.model_id = $3 AND d.kind = h.hit ->> ''kind''
                                          AND d.name = h.hit ->> ''name'' AND d.tenant = h.hit ->> ''tenant'' AND d.passage = 0),
              x AS MATERIALIZED (
                  SELECT * FROM dna.diversify(ARRAY(SELECT p.embedding FROM p ORDER BY p.ord),
-                                             ARRAY(SELECT p.text_key FROM p ORDER BY p.ord),
+                                             ARRAY(SELECT p.body FROM p ORDER BY p.ord),
                                              ARRAY(SELECT (p.hit ->> ''score'')::float8 FROM p ORDER BY p.ord),
                                              ''collapse'', $4, NULL, $5))
              SELECT coalesce(jsonb_agg(p.hit || CASE WHEN $6 THEN jsonb_build_object(''explain'', p.hit -> ''explain'' || jsonb_strip_nulls(

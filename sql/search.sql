@@ -571,14 +571,14 @@ BEGIN
     ELSE format(
         'pool AS MATERIALIZED (
              SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
-                    CASE WHEN NOT k.past THEN dna.text_key(doc.body) END AS text_key
+                    CASE WHEN NOT k.past THEN doc.body END AS body
              FROM ranked AS r
              CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
              LEFT JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
                                 AND doc.tenant = r.tenant AND doc.passage = r.passage),
          picked AS MATERIALIZED (
              SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM pool AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.text_key FROM pool AS p ORDER BY p.pos),
+                                           ARRAY(SELECT p.body FROM pool AS p ORDER BY p.pos),
                                            ARRAY(SELECT p.score FROM pool AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d),
          best AS (
              SELECT r.*, p.place, CASE WHEN $27 THEN jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
