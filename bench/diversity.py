@@ -56,7 +56,7 @@ from beir import (DEPTH, K_DEFAULT, evaluate, load_dataset, make_provider, pct, 
 from embcache import CachedEmbedder  # noqa: E402
 
 THRESHOLDS = (0.90, 0.95, 0.98)
-DEFAULT_THRESHOLD = 0.95   # dna.default_duplicate_similarity(): the depth-100 test figure is taken for it
+DEFAULT_THRESHOLD = 1.0    # dna.default_duplicate_similarity(): the depth-100 test figure is taken for it
 LAMBDAS = (0.5, 0.7, 0.9)
 SQL = ("SELECT name FROM dna.search(%(scope)s, %(q)s, %(vec)s, %(model)s, k => %(k)s, diversity => %(div)s, "
        "duplicate_similarity => %(thr)s, mmr_lambda => %(lam)s)")
@@ -114,8 +114,9 @@ def main(argv=None) -> int:
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--splits", default="train,test", help="which splits to run (comma-separated)")
-    ap.add_argument("--grid", choices=("full", "default"), default="full",
-                    help="full: every threshold and lambda; default: off, the default collapse and mmr 0.7 only")
+    ap.add_argument("--grid", choices=("full", "default", "text"), default="full",
+                    help="full: every threshold and lambda; default: off, collapse 0.95 and mmr 0.7; text: collapse 1 "
+                         "(the text rules alone, the default since the run of 2026-12-03)")
     ap.add_argument("--no-index", action="store_true",
                     help="with --dsn: the scopes beir and dup are there already (a run beside another on its database)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N queries of each split (a smoke run)")
@@ -171,9 +172,11 @@ def main(argv=None) -> int:
         modes = [("off", None, None)] + [("collapse", t, None) for t in THRESHOLDS] + \
                 [("mmr", None, lam) for lam in LAMBDAS]
         if args.grid == "default":
-            modes = [("off", None, None), ("collapse", DEFAULT_THRESHOLD, None), ("mmr", None, 0.7)]
-        splits = [s for s in (("train", train_q, train_rel), ("test", test_q, test_rel))
-                  if s[0] in args.splits.split(",")]
+            modes = [("off", None, None), ("collapse", 0.95, None), ("mmr", None, 0.7)]
+        if args.grid == "text":
+            modes = [("collapse", 1.0, None)]
+        known = {"train": ("train", train_q, train_rel), "test": ("test", test_q, test_rel)}
+        splits = [known[name] for name in args.splits.split(",")]
         for split, queries, rel in splits:
             for lane in ("hybrid", "lexical"):
                 for div, thr, lam in modes:
@@ -189,7 +192,7 @@ def main(argv=None) -> int:
                     row = {"split": split, "lane": lane, "diversity": div, "duplicate_similarity": thr,
                            "mmr_lambda": lam, "nDCG@10 (k=10)": round(agg["nDCG@10"], 4),
                            **{f"dup {k}": v for k, v in dup.items()}}
-                    if split == "test" and (div == "off" or (div == "collapse" and thr == DEFAULT_THRESHOLD)):
+                    if split == "test" and (div == "off" or (div == "collapse" and thr in (0.95, DEFAULT_THRESHOLD))):
                         deep, _ = evaluate({q: [(n, 0.0) for n in v] for q, v in
                                             run("beir", queries, lane, div, thr, lam).items()}, rel)
                         row["nDCG@10"] = round(deep["nDCG@10"], 4)

@@ -187,7 +187,7 @@ def recall_cmd(
         "--diversity", help="collapse (default: a memory whose text is a near-duplicate of a higher-ranked one is "
                             "left out) or off.", show_default=False)] = None,
     duplicate_similarity: Annotated[Optional[float], typer.Option(
-        "--duplicate-similarity", help="Cosine (0-1] at or above which two memories are duplicates (default 0.95).",
+        "--duplicate-similarity", help="Cosine (0-1] at or above which two memories are duplicates (default 1: the text alone decides).",
         show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",

@@ -80,7 +80,7 @@ def recall(
                             "left out), mmr (collapse, then Maximal Marginal Relevance orders the rest) or off.",
         show_default=False)] = None,
     duplicate_similarity: Annotated[Optional[float], typer.Option(
-        "--duplicate-similarity", help="Cosine (0-1] at or above which two passages are duplicates (default 0.95).",
+        "--duplicate-similarity", help="Cosine (0-1] at or above which two passages are duplicates (default 1: the text alone decides).",
         show_default=False)] = None,
     mmr_lambda: Annotated[Optional[float], typer.Option(
         "--mmr-lambda", help="MMR's relevance weight, 0-1 (default 0.7; alone it selects --diversity mmr).",

@@ -480,7 +480,7 @@ class Client(ReceiptsMixin):
 
         ``diversity``: ``'collapse'`` (None: the default) drops a hit whose passage is a near-duplicate of
         a higher-ranked one (the same text up to case, punctuation and markup, or a cosine between their
-        vectors >= ``duplicate_similarity``, default 0.95); ``'mmr'`` collapses too, then orders the rest
+        vectors >= ``duplicate_similarity``, default 1: the text alone); ``'mmr'`` collapses too, then orders the rest
         by Maximal Marginal Relevance (``mmr_lambda``, default 0.7; giving it alone selects mmr);
         ``'off'``: the fused ranking as it is. ``explain=True``: each hit's ``explain["diversity"]``
         names the hits collapsed into it (docs/hybrid-search.md, "Duplicates and diversity").

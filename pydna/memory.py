@@ -230,7 +230,7 @@ class Memory:
         both of dna.search's lanes before their top k; each hit carries its ``metadata``. ``context=n``: each
         hit that is a conversation's turn carries ``context``, the n turns before and after it in its session.
         ``diversity``: ``'collapse'`` (None: the default) leaves out a memory whose text is a near-duplicate
-        of a higher-ranked one (the same text, or a cosine >= ``duplicate_similarity``, default 0.95);
+        of a higher-ranked one (the same text, or a cosine >= ``duplicate_similarity``, default 1: the text alone);
         ``'off'`` keeps every one; with ``explain`` each hit's ``explain.collapsed`` names what it absorbed.
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,

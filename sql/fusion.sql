@@ -283,13 +283,16 @@ COMMENT ON FUNCTION dna.diversify(vector[], text[], double precision[], text, do
 CREATE OR REPLACE FUNCTION dna.default_duplicate_similarity()
 RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT 0.95::float8 $$;
+AS $$ SELECT 1.0::float8 $$;
 
 COMMENT ON FUNCTION dna.default_duplicate_similarity() IS
-'0.95: the cosine between two passage vectors at or above which dna.search (diversity ''collapse'' or ''mmr'', '
-'duplicate_similarity NULL) and dna.recall collapse the lower-ranked passage into the higher one (the same text '
-'key, dna.text_key, always collapses). Chosen by bench/diversity.py on SciFact train and the duplicate set (never '
-'a test split): see docs/hybrid-search.md, "Duplicates and diversity". Pure.';
+'1: the cosine between two passage vectors at or above which dna.search (diversity ''collapse'' or ''mmr'', '
+'duplicate_similarity NULL) and dna.recall collapse the lower-ranked passage into the higher one: only identical '
+'vectors, so by default the text rules alone decide (the same dna.text_key, or a text inside the other''s). The '
+'cosine rule is asked for by a lower duplicate_similarity (0.9 caught every edited copy of the duplicate set): with '
+'all-MiniLM-L6-v2 two facts that differ by one value are 0.95-0.97 apart (''prod is PostgreSQL 16'' / ''... 17'': '
+'0.969), while a copy under another title is 0.92, so no threshold both catches copies and keeps a newer fact '
+'(bench/diversity.py, docs/hybrid-search.md "Duplicates and diversity"). Pure.';
 
 CREATE OR REPLACE FUNCTION dna.default_mmr_lambda()
 RETURNS double precision

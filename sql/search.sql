@@ -185,7 +185,7 @@ BEGIN
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
     dense_weight := coalesce(dense_weight, cfg.dense_weight, 0.4);
-    -- diversity => 'collapse' (default) at cosine 0.95, mmr_lambda 0.7: chosen by bench/diversity.py (docs/hybrid-search.md)
+    -- diversity => 'collapse' (default) by text alone (cosine 1), mmr_lambda 0.7: bench/diversity.py (docs/hybrid-search.md)
     duplicate_similarity := coalesce(duplicate_similarity, dna.default_duplicate_similarity());
     mmr_lambda := CASE WHEN diversity = 'mmr' THEN coalesce(mmr_lambda, dna.default_mmr_lambda()) END;
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
@@ -800,7 +800,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'diversity (text, default NULL = ''collapse''; case and blanks ignored): ''collapse'' walks the ranking (documents by '
 'their best passage, or passages) in order and drops every hit whose passage is a near-duplicate of one placed before '
 'it: the same dna.text_key (letters and digits, lower-cased) or a cosine between the stored passage vectors >= '
-'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 0.95); ''mmr'' collapses the same way and '
+'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 1: identical vectors only, so the text '
+'rules alone by default); ''mmr'' collapses the same way and '
 'orders the rest by Maximal Marginal Relevance over the fused candidates: mmr_lambda (in [0, 1]; NULL: '
 'dna.default_mmr_lambda(), 0.7) x the fused score min-max normalised - (1 - mmr_lambda) x the highest cosine to a hit '
 'placed before (mmr_lambda alone selects mmr); ''off'': the fused ranking as it is (the answer before 0022). The window '

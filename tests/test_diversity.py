@@ -74,7 +74,7 @@ def test_explain_names_what_was_collapsed_into_which_hit(conn):
     assert {c["name"] for c in collapsed} == COPIES - {rows[0][0]}
     assert all(c["reason"] == "same text" and c["fused_rank"] > 1 and c["kind"] == "Doc" for c in collapsed)
     answer = first["answer"]["diversity"]
-    assert answer["method"] == "collapse" and answer["duplicate_similarity"] == 0.95
+    assert answer["method"] == "collapse" and answer["duplicate_similarity"] == 1
     assert answer["collapsed"] == 2
     assert "collapsed" not in rows[1][2]["diversity"]
     off = _search(conn, explain=True, diversity="off")
@@ -102,10 +102,11 @@ def test_a_near_duplicate_by_cosine_collapses_at_its_threshold(conn):
     pair = {"howto/views.md", "topics/cache.md"}          # topics/cache.md has the vector near is near to
     names = lambda **a: {r[0] for r in _search(conn, k=10, **a)}  # noqa: E731
     assert pair <= names(diversity="off")
-    assert len(pair & names()) == 1                                          # default 0.95 <= cosine
+    assert pair <= names()                                       # default 1: the text alone decides
+    assert len(pair & names(duplicate_similarity=0.95)) == 1                 # 0.95 <= cosine
     assert pair <= names(duplicate_similarity=round(cosine + 0.001, 4))
     assert len(pair & names(duplicate_similarity=round(cosine - 0.001, 4))) == 1
-    rows = _search(conn, k=10, explain=True)
+    rows = _search(conn, k=10, explain=True, duplicate_similarity=0.95)
     into = [c for r in rows for c in r[2]["diversity"].get("collapsed", []) if c["name"] in pair]
     assert len(into) == 1 and into[0]["reason"] == "cosine" and abs(into[0]["similarity"] - cosine) < 1e-4
 

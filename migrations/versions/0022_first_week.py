@@ -18,7 +18,7 @@ item 2): near-duplicates no longer crowd an answer. ``dna.search`` gains ``diver
 'mmr'; 'off', the answer before), ``duplicate_similarity`` and ``mmr_lambda``; ``dna.recall`` gains ``diversity``
 ('collapse' or 'off') and ``duplicate_similarity``, passed to dna.search. A hit whose passage has the same
 ``dna.text_key`` (letters and digits, lower-cased) as one ranked above it, or a cosine between the stored passage
-vectors >= 0.95 (``dna.default_duplicate_similarity()``), is collapsed into it; 'mmr' then orders the rest by
+vectors >= ``duplicate_similarity`` (default ``dna.default_duplicate_similarity()`` = 1: the text alone), is collapsed into it; 'mmr' then orders the rest by
 Maximal Marginal Relevance (``dna.default_mmr_lambda()`` 0.7). ``dna.diversify`` (fusion.sql) walks the ranking;
 explain names what was collapsed into each hit. The 0021 signatures of dna.search and dna.recall are dropped
 before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
