@@ -174,7 +174,7 @@ def main(argv=None) -> int:
         if args.grid == "default":
             modes = [("off", None, None), ("collapse", 0.95, None), ("mmr", None, 0.7)]
         if args.grid == "text":
-            modes = [("collapse", 1.0, None)]
+            modes = [("off", None, None), ("collapse", 1.0, None)]
         known = {"train": ("train", train_q, train_rel), "test": ("test", test_q, test_rel)}
         splits = [known[name] for name in args.splits.split(",")]
         for split, queries, rel in splits:
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
                           f"distinct@10 {dup['distinct@10']:.2f} | {row['seconds']} s", flush=True)
         # latency of the default k = 10 call, off / default / mmr, test split, hybrid
         latency = {}
-        for div, lam in (("off", None), ("collapse", None), ("mmr", 0.7)):
+        for div, lam in (("off", None), ("collapse", None)) + ((("mmr", 0.7),) if args.grid != "text" else ()):
             for scope in ("beir", "dup"):
                 raw = {q: [] for q in test_q}
                 for _ in range(1 + args.passes):   # the first pass warms up
