@@ -186,6 +186,12 @@ def recall_cmd(
     offset: Annotated[int, typer.Option(
         "--offset", help="Skip this many ranks (offset + k at most 1000): --offset 5 -k 5 is ranks 6-10 of "
                          "the recall with -k 10.")] = 0,
+    diversity: Annotated[Optional[str], typer.Option(
+        "--diversity", help="collapse (default: a memory whose text is a near-duplicate of a higher-ranked one is "
+                            "left out) or off.", show_default=False)] = None,
+    duplicate_similarity: Annotated[Optional[float], typer.Option(
+        "--duplicate-similarity", help="Cosine (0-1] at or above which two memories are duplicates (default 1: the text alone decides).",
+        show_default=False)] = None,
     scope: ScopeOpt = DEFAULT_SCOPE,
     tenant: TenantOpt = "",
     personal: PersonalOpt = False,
@@ -203,7 +209,8 @@ def recall_cmd(
         scope, query, k=k, kinds=kind or None, tenant=tenant, personal=personal, reconsolidate=not no_reconsolidate,
         actor=actor, now=parse_time(now, "--now"), as_of=parse_time(as_of, "--as-of"), decay=decay,
         explain=explain, receipt=receipt, keep_query=keep_query, min_similarity=min_similarity,
-        min_lexical_score=min_lexical_score, filter=narrow, context=context, offset=offset), scope=scope,
+        min_lexical_score=min_lexical_score, filter=narrow, context=context, offset=offset, diversity=diversity,
+        duplicate_similarity=duplicate_similarity), scope=scope,
         empty=lambda r: not r.get("hits"))
     if result is None:
         return

@@ -75,6 +75,16 @@ def recall(
         "--exact/--no-exact", help="--exact scans the dense lane exactly; --no-exact lets the planner use HNSW (--explain says which ran); "
                                    "default: exact when the scope holds at most 2000 rows of the model.",
         show_default=False)] = None,
+    diversity: Annotated[Optional[str], typer.Option(
+        "--diversity", help="collapse (default: a hit whose passage is a near-duplicate of a higher-ranked one is "
+                            "left out), mmr (collapse, then Maximal Marginal Relevance orders the rest) or off.",
+        show_default=False)] = None,
+    duplicate_similarity: Annotated[Optional[float], typer.Option(
+        "--duplicate-similarity", help="Cosine (0-1] at or above which two passages are duplicates (default 1: the text alone decides).",
+        show_default=False)] = None,
+    mmr_lambda: Annotated[Optional[float], typer.Option(
+        "--mmr-lambda", help="MMR's relevance weight, 0-1 (default 0.7; alone it selects --diversity mmr).",
+        show_default=False)] = None,
     scores: Annotated[bool, typer.Option(
         "--scores", help="Show each hit's scores: fused (convex by default), cosine similarity, lexical (BM25), lane ranks.")] = False,
     explain: Annotated[bool, typer.Option(
@@ -111,7 +121,8 @@ def recall(
                                passages=passages, offset=offset, min_similarity=min_similarity,
                                min_lexical_score=min_lexical_score, exact=exact, fusion=fusion,
                                dense_weight=dense_weight, explain=explain, receipt=receipt,
-                               keep_query=keep_query, filter=narrow)
+                               keep_query=keep_query, filter=narrow, diversity=diversity,
+                               duplicate_similarity=duplicate_similarity, mmr_lambda=mmr_lambda)
         if not result.hits:
             require_scope(client.conn, scope)  # a typo'd scope exits 1, naming the nearest ones
     finally:
@@ -244,6 +255,14 @@ def explain_hit(explain: dict) -> list[str]:
         text += f" · term {_num(part.get('term'), 4)}"
         lines.append(text)
     lines.append(f"score {_num(explain.get('score'), 4)} = the sum of the terms")
+    diverse = explain.get("diversity") or {}
+    if diverse.get("redundancy") is not None:
+        lines.append(f"mmr: fused rank {_num(diverse.get('fused_rank'))} · relevance {_num(diverse.get('relevance'))}"
+                     f" · redundancy {_num(diverse.get('redundancy'))}")
+    for c in diverse.get("collapsed") or []:
+        why = {"same text": "the same text", "contained": "its text inside this one's"}.get(
+            c.get("reason"), f"cosine {_num(c.get('similarity'))}")
+        lines.append(f"collapsed into this hit: {c.get('name')} (fused rank {_num(c.get('fused_rank'))}, {why})")
     return lines
 
 
@@ -280,6 +299,14 @@ def explain_answer(answer: dict) -> list[str]:
         text += (f" · min_lexical_score {_num(lexical['min_lexical_score'])} removed "
                  f"{_num(lexical.get('removed_by_floor'))}")
     lines.append(text)
+    diverse = answer.get("diversity") or {}
+    if diverse.get("method") and diverse["method"] != "off":
+        text = f"diversity: {diverse['method']} (duplicate cosine >= {_num(diverse.get('duplicate_similarity'), 2)}"
+        if diverse.get("mmr_lambda") is not None:
+            text += f", mmr_lambda {_num(diverse['mmr_lambda'], 2)}"
+        lines.append(text + f") · {_num(diverse.get('collapsed'))} collapsed")
+    elif diverse.get("method"):
+        lines.append("diversity: off (duplicates kept)")
     lines.append(f"degraded: {answer.get('degradation') or 'lexical only'}" if answer.get("degraded")
                  else "degraded: no (both lanes)")
     return lines

@@ -454,7 +454,8 @@ class Client(ReceiptsMixin):
                min_similarity: float | None = None, min_lexical_score: float | None = None,
                exact: bool | None = None, fusion: str | None = None,
                dense_weight: float | None = None, explain: bool = False, receipt: bool = False,
-               keep_query: bool = False, filter: Mapping[str, Any] | None = None) -> SearchResult:
+               keep_query: bool = False, filter: Mapping[str, Any] | None = None, diversity: str | None = None,
+               duplicate_similarity: float | None = None, mmr_lambda: float | None = None) -> SearchResult:
         """Hybrid search through ``dna.search``. Embeds the query with the client's embedder; when
         there is none or it fails, the answer is lexical only and ``degraded`` is True. Without an
         embedder and without ``model_id`` the search reads the scope's model (``dna.scope_model``: the
@@ -476,6 +477,13 @@ class Client(ReceiptsMixin):
         {"contains": "urgent"}, "created_at": {"gte": "2026-01-01"}}``), applied inside both lanes before
         their top k; each hit's ``metadata`` is its document's (or memory's). A malformed filter is
         refused by the server (22023, the hint names the place).
+
+        ``diversity``: ``'collapse'`` (None: the default) drops a hit whose passage is a near-duplicate of
+        a higher-ranked one (the same text up to case, punctuation and markup, or a cosine between their
+        vectors >= ``duplicate_similarity``, default 1: the text alone); ``'mmr'`` collapses too, then orders the rest
+        by Maximal Marginal Relevance (``mmr_lambda``, default 0.7; giving it alone selects mmr);
+        ``'off'``: the fused ranking as it is. ``explain=True``: each hit's ``explain["diversity"]``
+        names the hits collapsed into it (docs/hybrid-search.md, "Duplicates and diversity").
 
         Memories out of force at ``valid_time`` (world time; default: the server's ``now()``) are
         left out, as ``dna.search`` does; ``include_retired=True`` turns that filter off.
@@ -506,6 +514,7 @@ class Client(ReceiptsMixin):
                  "passages": passages, "offset": offset, "min_similarity": min_similarity,
                  "min_lexical_score": min_lexical_score, "exact": exact, "fusion": fusion,
                  "dense_weight": dense_weight, "explain": explain, "filter": dict(filter) if filter else None,
+                 "diversity": diversity, "duplicate_similarity": duplicate_similarity, "mmr_lambda": mmr_lambda,
                  # JSON null: no validity filter; absent: the receipt pins the server's now()
                  "valid_time": False if include_retired else valid_time})
         with captured_notices(self.conn) as notices:
@@ -517,11 +526,13 @@ class Client(ReceiptsMixin):
                 "tenant => %s, name_prefix => %s, candidates => %s, weights => %s, personal => %s, "
                 "valid_time => CASE WHEN %s THEN NULL ELSE coalesce(%s::timestamptz, now()) END, passages => %s, "
                 "\"offset\" => %s, min_similarity => %s, min_lexical_score => %s, exact => %s, "
-                "fusion => %s, dense_weight => %s, explain => %s, filter => %s)",
+                "fusion => %s, dense_weight => %s, explain => %s, filter => %s, diversity => %s, "
+                "duplicate_similarity => %s, mmr_lambda => %s)",
                 (scope, query, embedding, model, k, kinds, tenant, name_prefix, candidates,
                  [float(w) for w in weights] if weights else None, personal, include_retired, valid_time,
                  passages, offset, min_similarity, min_lexical_score, exact, fusion, dense_weight,
-                 explain, Jsonb(dict(filter)) if filter is not None else None)).fetchall()
+                 explain, Jsonb(dict(filter)) if filter is not None else None, diversity, duplicate_similarity,
+                 mmr_lambda)).fetchall()
         blank = not (query and query.strip())  # no hits by definition; nothing was degraded
         if rows:
             degraded = rows[0][-1]  # the server's word: no embedding, or the zero vector

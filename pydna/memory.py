@@ -213,7 +213,8 @@ class Memory:
                decay: str | None = None, explain: bool = False, receipt: bool = False,
                keep_query: bool = False, min_similarity: float | None = None,
                min_lexical_score: float | None = None, filter: Mapping[str, Any] | None = None,
-               context: int = 0, offset: int = 0) -> dict:
+               context: int = 0, offset: int = 0, diversity: str | None = None,
+               duplicate_similarity: float | None = None) -> dict:
         """Recall through ``dna.recall`` with this client's query embedding (a failing embedder →
         lexical only, ``degraded`` true and ``embedding_error`` set). Without an embedder the recall
         is lexical over the rows of the scope's model with the most documents (dna.recall's default).
@@ -231,6 +232,9 @@ class Memory:
         hit that is a conversation's turn carries ``context``, the n turns before and after it in its session.
         ``offset``: the hits are ranks offset+1 .. offset+k of the recall at ``k=offset + k`` (offset + k at most
         1000); the answer's ``next_offset`` is where the next page starts (None on the last page).
+        ``diversity``: ``'collapse'`` (None: the default) leaves out a memory whose text is a near-duplicate
+        of a higher-ranked one (the same text, or a cosine >= ``duplicate_similarity``, default 1: the text alone);
+        ``'off'`` keeps every one; with ``explain`` each hit's ``explain.collapsed`` names what it absorbed.
 
         ``receipt=True``: the recall through ``dna.take_receipt`` — read-only (nothing is reinforced,
         whatever ``reconsolidate`` says), the same hits — and the answer carries its ``receipt_id``
@@ -243,13 +247,15 @@ class Memory:
                 model_id=embedder.model_id if embedder is not None else None, tenant=tenant, actor=actor, now=now,
                 as_of=as_of, personal=personal, decay=decay, explain=explain, min_similarity=min_similarity,
                 min_lexical_score=min_lexical_score, filter=dict(filter) if filter else None,
-                context=context or None, offset=offset or None) if receipt else self._one(
+                context=context or None, offset=offset or None, diversity=diversity,
+                duplicate_similarity=duplicate_similarity) if receipt else self._one(
                 "SELECT dna.recall(%s, %s, %s, %s, kinds => %s, k => %s, tenant => %s, reconsolidate => %s, "
                 "actor => %s, now => %s, as_of => %s, personal => %s, decay => %s, explain => %s, "
-                "min_similarity => %s, min_lexical_score => %s, filter => %s, context => %s, \"offset\" => %s)",
+                "min_similarity => %s, min_lexical_score => %s, filter => %s, context => %s, \"offset\" => %s, "
+                "diversity => %s, duplicate_similarity => %s)",
                 (scope, query, embedding, embedder.model_id if embedder is not None else None,
                  kinds_arg(kinds), k, tenant, reconsolidate, actor, now, as_of, personal, decay, explain,
-                 min_similarity, min_lexical_score, _jsonb(filter), context, offset))
+                 min_similarity, min_lexical_score, _jsonb(filter), context, offset, diversity, duplicate_similarity))
         if error:
             result["embedding_error"] = error
         if notices:

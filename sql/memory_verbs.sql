@@ -282,7 +282,8 @@ CREATE OR REPLACE FUNCTION dna.recall(
     actor text DEFAULT NULL, now timestamptz DEFAULT NULL, as_of timestamptz DEFAULT NULL,
     personal boolean DEFAULT false, decay text DEFAULT NULL, explain boolean DEFAULT false,
     min_similarity double precision DEFAULT NULL, min_lexical_score double precision DEFAULT NULL,
-    filter jsonb DEFAULT NULL, context integer DEFAULT 0, "offset" integer DEFAULT 0)
+    filter jsonb DEFAULT NULL, context integer DEFAULT 0, "offset" integer DEFAULT 0,
+    diversity text DEFAULT NULL, duplicate_similarity double precision DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET jit = off                -- many short statements: compiling them would cost more than running them
@@ -311,6 +312,7 @@ DECLARE
     search_hits dna.search_hit[];                    -- dna.search's answer, by its own statement (Citus)
     upto integer;                                    -- the page's last rank: "offset" + k
     next_offset integer;                             -- where the next page starts (NULL: no more)
+    collapsed integer;                               -- diversity: memories collapsed on the way to offset + k
 BEGIN
     scope := dna.check_scope(scope);               -- 22023 outside the name rule (sql/catalog.sql)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -333,6 +335,9 @@ BEGIN
     END IF;
     PERFORM dna.check_now(now);
     PERFORM dna.check_now(as_of, 'as_of');
+    diversity := coalesce(lower(btrim(diversity)), 'collapse');      -- dna.diversify's collapse (sql/fusion.sql)
+    PERFORM dna.check_diversity(diversity, duplicate_similarity, NULL, 'dna.recall');
+    duplicate_similarity := CASE WHEN diversity = 'collapse' THEN coalesce(duplicate_similarity, dna.default_duplicate_similarity()) END;
     decay := coalesce(lower(btrim(decay)), 'surfaced');
     IF decay NOT IN ('surfaced', 'written', 'off') THEN
         RAISE EXCEPTION 'decay must be surfaced, written or off, got %', quote_literal(decay) USING ERRCODE = '22023',
@@ -388,7 +393,9 @@ BEGIN
                         -- relevance floors, each on its own lane (22023 out of range, dna.search's hints)
                         min_similarity => min_similarity, min_lexical_score => min_lexical_score,
                         -- the metadata filter, inside both lanes before their top k
-                        filter => filter) AS x);
+                        filter => filter,
+                        -- the whole pool: duplicates are collapsed below, in recall's own order
+                        diversity => 'off') AS x);
     WITH s AS MATERIALIZED (
         SELECT row_number() OVER (ORDER BY x.score DESC, x.kind, x.name, x.tenant) AS ord, x.*
         FROM unnest(search_hits) AS x
@@ -464,6 +471,34 @@ BEGIN
     INTO truncated, cands, pooled, in_force, removed_dense, removed_lexical;
 
     hits := coalesce((SELECT jsonb_agg(e.value -> 'x' ORDER BY e.ord) FROM jsonb_array_elements(cands) WITH ORDINALITY AS e(value, ord)), '[]');
+    -- Diversity (collapse): in recall's own order (after the re-score, so the memory of better standing
+    -- stays), a memory whose text is a near-duplicate of one above it leaves (dna.diversify: the same
+    -- dna.text_key, its text inside the other's, or a cosine >= duplicate_similarity between their vectors;
+    -- a past text, ranked by a text its row does not hold, is compared by neither). explain: each hit's
+    -- explain.collapsed names the memories collapsed into it.
+    IF diversity = 'collapse' AND jsonb_array_length(hits) > 1 THEN
+        EXECUTE format(
+            'WITH h AS (SELECT e.value AS hit, e.ord::integer AS ord FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
+             p AS MATERIALIZED (
+                 SELECT h.ord, h.hit, CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.embedding END AS embedding,
+                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.body END AS body
+                 FROM h LEFT JOIN %s AS d ON d.scope = $2 AND d.model_id = $3 AND d.kind = h.hit ->> ''kind''
+                                         AND d.name = h.hit ->> ''name'' AND d.tenant = h.hit ->> ''tenant'' AND d.passage = 0),
+             x AS MATERIALIZED (
+                 SELECT * FROM dna.diversify(ARRAY(SELECT p.embedding FROM p ORDER BY p.ord),
+                                             ARRAY(SELECT p.body FROM p ORDER BY p.ord),
+                                             ARRAY(SELECT (p.hit ->> ''score'')::float8 FROM p ORDER BY p.ord),
+                                             ''collapse'', $4, NULL, $5))
+             SELECT coalesce(jsonb_agg(p.hit || CASE WHEN $6 THEN jsonb_build_object(''explain'', p.hit -> ''explain'' || jsonb_strip_nulls(
+                        jsonb_build_object(''collapsed'', (SELECT jsonb_agg(jsonb_build_object(
+                                ''kind'', q.hit ->> ''kind'', ''name'', q.hit ->> ''name'', ''tenant'', q.hit ->> ''tenant'',
+                                ''score'', q.hit -> ''score'', ''rank'', c.pos, ''reason'', c.reason, ''similarity'', c.similarity) ORDER BY c.pos)
+                            FROM x AS c JOIN p AS q ON q.ord = c.pos WHERE c.duplicate_of = x.pos))))
+                        ELSE ''{}''::jsonb END ORDER BY x.place) FILTER (WHERE x.place IS NOT NULL), ''[]''),
+                    count(*) FILTER (WHERE x.duplicate_of IS NOT NULL)
+             FROM x JOIN p ON p.ord = x.pos', dna.search_table(dna.model_dims(model_id, scope)))
+            INTO hits, collapsed USING hits, scope, model_id, duplicate_similarity, upto, explain IS TRUE;
+    END IF;
 
     top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)
                      FROM jsonb_array_elements(hits) WITH ORDINALITY AS e(value, ord)
@@ -536,6 +571,9 @@ BEGIN
             'ranking', 'search_score × memory_factor (dna.memory_factors: max(0.05, retention) × affect), ordered '
                        '(score desc, ecphory desc, name, kind, tenant)',
             'decay', decay,
+            'diversity', jsonb_build_object('method', diversity, 'duplicate_similarity', duplicate_similarity,
+                                            'text_key', CASE WHEN diversity = 'collapse' THEN 'dna.text_key(memory text)' END,
+                                            'collapsed', coalesce(collapsed, 0)),
             'pool', jsonb_build_object('asked', depth, 'returned', pooled, 'in_force', in_force,
                                        'dropped', pooled - in_force,
                                        'lane_candidates', coalesce(to_jsonb(lane_depth), '"the scope''s setting"'::jsonb)),
@@ -560,7 +598,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer, integer) IS
+COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz, timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer, integer, text, double precision) IS
 'Recall over the memory Kinds (kinds, default dna.recallable_kinds()). Steps: dna.search over-fetches '
 'max(3k, 10) candidates, its lanes as deep as at k (candidates max(4k, 100) unless the scope sets them; k there is '
 'offset + k with "offset"), so the pool''s first k are dna.search''s answer at k (dense lane when query_embedding is given, lexical lane always; model_id default: '
@@ -627,4 +665,12 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'The answer says offset and next_offset (offset + k when the page is full and the ranking goes on, else NULL). '
 'Errors: 22023 (k, offset, kinds, model_id, embedding '
 'width, decay, floors, a malformed filter, context), 22001 (query > 10000 chars, filter > 65536 bytes), '
-'22007 (infinite now/as_of), 42501 (reserved tenant).';
+'22007 (infinite now/as_of), 42501 (reserved tenant). diversity (default NULL = ''collapse''; or ''off''; case and '
+'blanks ignored) and duplicate_similarity (cosine in (0, 1]; NULL: dna.default_duplicate_similarity(), 1, the text '
+'rules alone: two facts that differ by one value are ~0.97 apart): after '
+'the re-score, in recall''s order, a memory whose text is a near-duplicate of one ranked above it (dna.diversify: the '
+'same dna.text_key, its text of >= 100 characters inside the other''s, or that cosine between their vectors; a past '
+'text by neither) leaves the answer, so the one of better standing stays (dna.search runs with diversity => ''off'' '
+'for the pool); explain names on each hit the memories collapsed into it (explain.collapsed [{kind, name, tenant, '
+'score, rank, reason, similarity}]) and on the answer explain.diversity {method, duplicate_similarity, text_key, '
+'collapsed}. ''mmr'', duplicate_similarity with ''off'': 22023 (dna.check_diversity; MMR is dna.search''s).';

@@ -39,7 +39,8 @@ CREATE OR REPLACE FUNCTION dna.search(
     "offset" integer DEFAULT 0, min_similarity double precision DEFAULT NULL,
     min_lexical_score double precision DEFAULT NULL, exact boolean DEFAULT NULL,
     fusion text DEFAULT NULL, dense_weight double precision DEFAULT NULL, explain boolean DEFAULT false,
-    past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL, filter jsonb DEFAULT NULL)
+    past_texts jsonb DEFAULT NULL, past dna.past_text[] DEFAULT NULL, filter jsonb DEFAULT NULL,
+    diversity text DEFAULT NULL, duplicate_similarity double precision DEFAULT NULL, mmr_lambda double precision DEFAULT NULL)
 RETURNS SETOF dna.search_hit
 LANGUAGE plpgsql
 SET jit = off                -- many short statements: compiling them would cost more than running them
@@ -87,6 +88,7 @@ DECLARE
     dense_route text;                                    -- with a filter: how the dense lane was answered, for explain
     any_match boolean;                                   -- with a filter and no hit: does any row pass it?
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
+    best_sql text;                                       -- the answer's window of the ranking (diversified: dna.diversify)
 BEGIN
     scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -126,6 +128,9 @@ BEGIN
             coalesce(weights::text, 'NULL'), coalesce(rrf_k::text, 'NULL') USING ERRCODE = '22023',
             HINT = 'The convex fusion is tuned by dense_weight (0..1); leave weights and rrf_k out, or ask fusion => ''rrf''.';
     END IF;
+    -- Diversity (sql/fusion.sql, dna.diversify): mmr_lambda is MMR's, and given without a method selects it.
+    diversity := coalesce(lower(btrim(diversity)), CASE WHEN mmr_lambda IS NOT NULL THEN 'mmr' END, 'collapse');
+    PERFORM dna.check_diversity(diversity, duplicate_similarity, mmr_lambda);
     IF past_texts IS NOT NULL AND jsonb_typeof(past_texts) <> 'array' THEN
         RAISE EXCEPTION 'past_texts must be a JSON array of {kind, name, tenant, tsv}, got a JSON %',
             jsonb_typeof(past_texts) USING ERRCODE = '22023';
@@ -180,6 +185,9 @@ BEGIN
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
     dense_weight := coalesce(dense_weight, cfg.dense_weight, 0.4);
+    -- diversity => 'collapse' (default) by text alone (cosine 1), mmr_lambda 0.7: bench/diversity.py (docs/hybrid-search.md)
+    duplicate_similarity := coalesce(duplicate_similarity, dna.default_duplicate_similarity());
+    mmr_lambda := CASE WHEN diversity = 'mmr' THEN coalesce(mmr_lambda, dna.default_mmr_lambda()) END;
     -- BM25 inputs of the lexical lane: the query's lexemes under the scope's regconfig and the
     -- partition's statistics (an empty term list matches nothing).
     terms := dna.bm25_terms(query, cfg.ts_config);
@@ -527,7 +535,10 @@ BEGIN
             'filters', jsonb_build_object('kinds', to_jsonb(kinds), 'name_prefix', name_prefix, 'tenant', tenant,
                                           'personal', coalesce(personal, false), 'valid_time', valid_time,
                                           'out_of_force_at_valid_time', retired, 'passages', coalesce(passages, false),
-                                          'filter', filter));
+                                          'filter', filter),
+            'diversity', jsonb_build_object('method', diversity, 'text_key', 'dna.text_key(passage text)',
+                                            'duplicate_similarity', CASE WHEN diversity <> 'off' THEN duplicate_similarity END,
+                                            'mmr_lambda', mmr_lambda));
     END IF;
 
     -- Relevance floors (min_similarity on the dense lane, min_lexical_score on the lexical lane)
@@ -550,6 +561,35 @@ BEGIN
         FROM dna.bm25_lane(scope, model_id, tenant, terms, cfg.bm25_k1, cfg.bm25_b,
                            CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, kinds) AS c;
     END IF;
+    -- Diversity ($41, dna.diversify): the ranking's passages (their vectors and dna.text_key; a past text has
+    -- neither: today's row holds another text) walked in rank order, near-duplicates of a hit placed before
+    -- collapsed into it, until offset + k hits; 'off': the ranking's window as it is.
+    best_sql := CASE WHEN diversity = 'off' THEN
+        'picked AS (SELECT NULL::integer AS pos, NULL::integer AS duplicate_of WHERE false),
+         best AS (SELECT r.*, r.pos AS place, NULL::jsonb AS diverse FROM ranked AS r
+                  WHERE r.pos > $22 ORDER BY r.pos LIMIT $11)'
+    ELSE format(
+        'pool AS MATERIALIZED (
+             SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
+                    CASE WHEN NOT k.past THEN doc.body END AS body
+             FROM ranked AS r
+             CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
+             LEFT JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
+                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
+         picked AS MATERIALIZED (
+             SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM pool AS p ORDER BY p.pos),
+                                           ARRAY(SELECT p.body FROM pool AS p ORDER BY p.pos),
+                                           ARRAY(SELECT p.score FROM pool AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d),
+         best AS (
+             SELECT r.*, p.place, CASE WHEN $27 THEN jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
+                        ''fused_rank'', r.pos, ''place'', p.place, ''relevance'', p.relevance, ''redundancy'', p.redundancy,
+                        ''collapsed'', (SELECT jsonb_agg(jsonb_build_object(''kind'', c.kind, ''name'', c.name, ''tenant'', c.tenant,
+                                                 ''passage'', c.passage, ''fused_rank'', c.pos, ''score'', c.score,
+                                                 ''reason'', q.reason, ''similarity'', q.similarity)
+                                                 ORDER BY c.pos)
+                                      FROM picked AS q JOIN ranked AS c ON c.pos = q.pos WHERE q.duplicate_of = p.pos)))) END AS diverse
+             FROM picked AS p JOIN ranked AS r ON r.pos = p.pos
+             WHERE p.place > $22 ORDER BY p.place LIMIT $11)', tbl) END;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),
@@ -583,15 +623,14 @@ BEGIN
              CROSS JOIN (SELECT min(x.similarity) AS lo, max(x.similarity) AS hi FROM dense AS x) AS ds
              CROSS JOIN (SELECT min(x.lexical_score) AS lo, max(x.lexical_score) AS hi FROM lexical AS x) AS ls
          ),
-         best AS (
-             SELECT f.* FROM (
+         ranked AS (
+             SELECT f.*, row_number() OVER (ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage)::integer AS pos FROM (
                  SELECT f.*, row_number() OVER (PARTITION BY f.kind, f.name, f.tenant
                                                 ORDER BY f.score DESC, f.passage) AS nth
                  FROM fused AS f) AS f
              WHERE $18 OR f.nth = 1
-             ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage
-             LIMIT $11 OFFSET $22
-         )
+         ),
+         %s
          SELECT $1, f.kind, f.name, f.tenant, f.score, doc.title, doc.snippet,
                 f.similarity, f.lexical_score, f.rank_dense, f.rank_lexical, $12,
                 starts_with(f.tenant, ''personal:''),
@@ -610,20 +649,23 @@ BEGIN
                         ''lexical'', $28::jsonb -> ''lexical'' || jsonb_build_object(
                             ''candidates'', (SELECT count(*) FROM lexical_all), ''removed_by_floor'', r.lexical,
                             ''exact'', coalesce((SELECT bool_and(x.exact) FROM lexical_all AS x), true)),
-                        ''fused_candidates'', (SELECT count(*) FROM fused))) END,
+                        ''fused_candidates'', (SELECT count(*) FROM fused),
+                        ''diversity'', $28::jsonb -> ''diversity'' || jsonb_build_object(
+                            ''collapsed'', (SELECT count(*) FROM picked AS p WHERE p.duplicate_of IS NOT NULL)))) || coalesce(f.diverse, ''{}'') END,
                 doc.metadata
          FROM best AS f
          CROSS JOIN removed AS r
          JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
                        AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
-         ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage', dense_sql, lexical_sql, tbl)
+         ORDER BY f.place', dense_sql, lexical_sql, best_sql, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
               coalesce(passages, false), dna.lexical_query(query, cfg.ts_config), highlight,
               dense_exact, "offset", min_similarity, min_lexical_score, fusion, dense_weight,
               coalesce(explain, false), answer, past_keys, past_idf, coalesce(cardinality(past_keys), 0), past_hits,
-              lane_ids, lane_scores, lane_exact, past_avg_len, lane_kinds, lane_names, lane_tenants, lane_passages;
+              lane_ids, lane_scores, lane_exact, past_avg_len, lane_kinds, lane_names, lane_tenants, lane_passages,
+              diversity, duplicate_similarity, mmr_lambda;
     GET DIAGNOSTICS returned = ROW_COUNT;
     IF seqscan IS NOT NULL THEN
         PERFORM set_config('enable_seqscan', seqscan, true);
@@ -688,7 +730,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[], jsonb) IS
+COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, text, integer, double precision[], double precision, boolean, timestamptz, boolean, boolean, integer, double precision, double precision, boolean, text, double precision, boolean, jsonb, dna.past_text[], jsonb, text, double precision, double precision) IS
 'Hybrid search in one scope: a dense lane (cosine KNN over dna.dna_search_docs_<width of model_id>, HNSW '
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
@@ -754,4 +796,19 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 '(as with name_prefix) and keeps the rows that pass, so k hits come whenever k rows match. explain: answer.dense.filter '
 'says which, answer.filters.filter echoes it. A past text (past/past_texts) passes by its record''s metadata today. '
 'Every hit carries its row''s metadata. An empty answer under a filter no row passes raises a NOTICE (02000). '
-'Malformed: 22023 with a hint naming the place (dna.filter_sql), 22001 over 65536 bytes.';
+'Malformed: 22023 with a hint naming the place (dna.filter_sql), 22001 over 65536 bytes. '
+'diversity (text, default NULL = ''collapse''; case and blanks ignored): ''collapse'' walks the ranking (documents by '
+'their best passage, or passages) in order and drops every hit whose passage is a near-duplicate of one placed before '
+'it: the same dna.text_key (letters and digits, lower-cased) or a cosine between the stored passage vectors >= '
+'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 1: identical vectors only, so the text '
+'rules alone by default); ''mmr'' collapses the same way and '
+'orders the rest by Maximal Marginal Relevance over the fused candidates: mmr_lambda (in [0, 1]; NULL: '
+'dna.default_mmr_lambda(), 0.7) x the fused score min-max normalised - (1 - mmr_lambda) x the highest cosine to a hit '
+'placed before (mmr_lambda alone selects mmr); ''off'': the fused ranking as it is (the answer before 0022). The window '
+'offset+1 .. offset+k is taken from that one diversified ranking, so pages of one size still compose; score is '
+'still the fused score (under mmr the hits are in MMR order). dna.diversify does the walk. explain: answer.diversity '
+'{method, duplicate_similarity, mmr_lambda, text_key, collapsed: how many candidates were collapsed on the way to '
+'offset + k}, and each hit''s explain.diversity {fused_rank, place, collapsed: [{kind, name, tenant, passage, fused_rank, '
+'score, similarity}] the candidates collapsed into it (similarity 1: the same text), relevance and redundancy under mmr}. '
+'Errors: 22023 for another diversity, duplicate_similarity out of range or with off, mmr_lambda out of range or '
+'with collapse/off (dna.check_diversity).';

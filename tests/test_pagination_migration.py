@@ -52,7 +52,7 @@ def test_upgrade_from_0021_pages_the_same_answers_and_downgrades(empty_dsn):
     migrate.upgrade(empty_dsn, "head")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
-        assert _signatures(conn, "recall") == {OLD_RECALL[:-1] + ",integer)"}
+        assert _signatures(conn, "recall") == {OLD_RECALL[:-1] + ",integer,text,double precision)"}  # + diversity
         assert _signatures(conn, "list_memories") == {OLD_LIST[:-1] + ",integer)"}
         assert _recall(conn, 20) == recall_20 and _listed(conn, 40) == listed_40
         assert _recall(conn, 10) + _recall(conn, 10, 10) == recall_20        # the data's pages compose

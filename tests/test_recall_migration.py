@@ -15,7 +15,8 @@ NOW = "2026-06-01T12:00:00Z"
 LATER = "2026-06-20T12:00:00Z"
 OLD = ("dna.recall(text,text,vector,text,text[],integer,text,boolean,text,timestamp with time zone,"
        "timestamp with time zone,boolean)")
-NEW = OLD[:-1] + ",text,boolean,double precision,double precision,jsonb,integer,integer)"   # 0016 decay, explain; 0017 the floors; 0019 filter, context; 0022 offset
+NEW = OLD[:-1] + ",text,boolean,double precision,double precision,jsonb,integer,integer,text,double precision)"
+# 0016 decay, explain; 0017 the floors; 0019 filter, context; 0022 offset, diversity, duplicate_similarity
 
 
 def _seed(conn):

@@ -35,15 +35,16 @@ def remember(sql, summary, name, *, now=NOW - timedelta(days=8), embed=True, **s
                (S, Jsonb(spec), name, now, embed, Jsonb(spec)))
 
 
-def recall(sql, query, *, embed=True, k=10, decay=None, now=NOW):
+def recall(sql, query, *, embed=True, k=10, decay=None, now=NOW, diversity=None):
     return one(sql, "SELECT dna.recall(%s, %s, CASE WHEN %s THEN dna.fake_embed(%s) END, k => %s, "
-                    "reconsolidate => false, now => %s, decay => %s)", (S, query, embed, query, k, now, decay))
+                    "reconsolidate => false, now => %s, decay => %s, diversity => %s)",
+               (S, query, embed, query, k, now, decay, diversity))
 
 
-def search(sql, query, *, embed=True, k=10):
+def search(sql, query, *, embed=True, k=10, diversity=None):
     return [tuple(r) for r in sql.execute(
         "SELECT name, score FROM dna.search(%s, %s, CASE WHEN %s THEN dna.fake_embed(%s) END, 'dna-fake-hash-v1', "
-        "k => %s, kinds => '{Engram}', valid_time => %s)", (S, query, embed, query, k, NOW))]
+        "k => %s, kinds => '{Engram}', valid_time => %s, diversity => %s)", (S, query, embed, query, k, NOW, diversity))]
 
 
 def seed(sql):
@@ -87,10 +88,10 @@ def test_memory_signals_move_a_memory(sql):
     remember(sql, text, "plain")
     remember(sql, text, "surprising", affect="surprise")
     remember(sql, text, "faded", last_surfaced="2026-01-01T00:00:00+00:00", confidence_score="faint")
-    res = recall(sql, "invoice reconciliation")
+    res = recall(sql, "invoice reconciliation", diversity="off")
     by = {h["name"]: h for h in res["hits"]}
     assert [h["name"] for h in res["hits"]] == ["surprising", "plain", "faded"]
-    assert [n for n, _ in search(sql, "invoice reconciliation")] == ["faded", "plain", "surprising"]
+    assert [n for n, _ in search(sql, "invoice reconciliation", diversity="off")] == ["faded", "plain", "surprising"]
     assert by["surprising"]["memory_factor"] == pytest.approx(1.5 * by["plain"]["memory_factor"], abs=1e-12)
     assert by["faded"]["retention"] == 0.0 and by["faded"]["memory_factor"] == 0.05
     assert by["plain"]["memory_factor"] == 1.0
@@ -146,14 +147,14 @@ def test_ecphory_breaks_exact_ties_only(sql):
     remember(sql, text, "c-recent", now=NOW - timedelta(hours=1))
     remember(sql, "the invoice archive moves to the new bucket on friday", "d-longer",
              cues_history=[{"at": "2026-07-01T00:00:00+00:00", "cue": "x"}])
-    res = recall(sql, "invoice archive bucket friday zebra")
+    res = recall(sql, "invoice archive bucket friday zebra", diversity="off")
     names = [h["name"] for h in res["hits"]]
     assert names == ["d-longer", "c-recent", "b-old", "a-cued"], res["hits"]
     by = {h["name"]: h for h in res["hits"]}
     assert by["c-recent"]["score"] == by["b-old"]["score"] == by["a-cued"]["score"] < by["d-longer"]["score"]
     assert by["c-recent"]["ecphory"] > by["b-old"]["ecphory"] > by["a-cued"]["ecphory"]
     assert by["d-longer"]["ecphory"] < by["c-recent"]["ecphory"]
-    assert [n for n, _ in search(sql, "invoice archive bucket friday zebra")] == ["d-longer", "a-cued", "b-old", "c-recent"]
+    assert [n for n, _ in search(sql, "invoice archive bucket friday zebra", diversity="off")] == ["d-longer", "a-cued", "b-old", "c-recent"]
 
 
 def test_a_fact_used_then_restated_loses_to_the_new_statement(sql):

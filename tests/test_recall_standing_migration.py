@@ -62,7 +62,8 @@ def test_upgrade_from_0016_ranks_by_standing_and_downgrades(empty_dsn):
     moved = 0
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         # one overload: 0016's, with the relevance floors of the floors topic after it
-        assert _signatures(conn, "recall") == {SIGNATURE[:-1] + ",double precision,double precision,jsonb,integer,integer)"}  # 0017 the floors; 0019 filter, context; 0022 offset
+        assert _signatures(conn, "recall") == {SIGNATURE[:-1] + ",double precision,double precision,jsonb,integer,integer,text,double precision)"}
+        # 0017 the floors; 0019 filter, context; 0022 offset, diversity, duplicate_similarity
         assert _signatures(conn, "memory_factors") == factors_before       # same signature, one overload
         after = _answers(conn)
         for key, hits in before.items():

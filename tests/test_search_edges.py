@@ -94,18 +94,19 @@ NEAR_DUPLICATES = [(f"dup-{i:02d}", "pagination window page offset ranking " + "
 
 def test_pages_compose_into_one_ranking(sql):
     """Over 30 near-duplicate documents (many equal scores), every window (offset, k) for k = 10..50 is
-    that slice of one long answer, and the first 10 at k = 50 are the k = 10 answer."""
+    that slice of one long answer, and the first 10 at k = 50 are the k = 10 answer. (diversity => 'off':
+    the ties of the fused ranking itself; tests/test_diversity.py pages the collapsed one.)"""
     _index(sql, "pages", NEAR_DUPLICATES)
     query = "page ranking order"
-    long = [r[0] for r in _search(sql, "pages", query, k=50)]
+    long = [r[0] for r in _search(sql, "pages", query, k=50, diversity="off")]
     assert sorted(long) == sorted(n for n, _ in NEAR_DUPLICATES)     # every document, once
-    assert [r[0] for r in _search(sql, "pages", query, k=10)] == long[:10]
+    assert [r[0] for r in _search(sql, "pages", query, k=10, diversity="off")] == long[:10]
     for k in range(10, 51):
         for offset in sorted({0, 5, k, 2 * k, 29}):
-            page = [r[0] for r in _search(sql, "pages", query, k=k, offset=offset)]
+            page = [r[0] for r in _search(sql, "pages", query, k=k, offset=offset, diversity="off")]
             assert page == long[offset:offset + k], (k, offset)
     # The page walk with k = 10 covers the ranking exactly: no name twice, none left out.
-    walked = [r[0] for offset in (0, 10, 20) for r in _search(sql, "pages", query, k=10, offset=offset)]
+    walked = [r[0] for offset in (0, 10, 20) for r in _search(sql, "pages", query, k=10, offset=offset, diversity="off")]
     assert walked == long[:30]
 
 
@@ -219,7 +220,7 @@ def test_small_scope_is_exact_before_and_after_analyze(sql):
     query = "word3 word5 word1 common"
 
     def dense(**args):
-        rows = _search(sql, "exact", query, k=50, weights=[1.0, 0.0], fusion="rrf", candidates=50, **args)
+        rows = _search(sql, "exact", query, k=50, weights=[1.0, 0.0], fusion="rrf", candidates=50, diversity="off", **args)
         return [r[0] for r in sorted(rows, key=lambda r: r[4])], {r[7] for r in rows}
 
     before, flag = dense()

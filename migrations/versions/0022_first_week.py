@@ -40,6 +40,17 @@ page skips ``offset`` memories of its one total order (created desc, then name, 
 a negative or too large offset is 22023 with a hint. The 0021 signatures are dropped before the plane files
 run; on a database Citus already distributes, the new ones are delegated by scope after them (as
 ``dna.distribute`` does); the downgrade drops them and re-runs the released texts.
+
+diversity (fusion.sql, search.sql, memory_verbs.sql; fragments before_diversity.sql, undo_diversity.sql; issue 27
+item 2): near-duplicates no longer crowd an answer. ``dna.search`` gains ``diversity`` ('collapse', the default;
+'mmr'; 'off', the answer before), ``duplicate_similarity`` and ``mmr_lambda``; ``dna.recall`` gains ``diversity``
+('collapse' or 'off') and ``duplicate_similarity``, passed to dna.search. A hit whose passage has the same
+``dna.text_key`` (letters and digits, lower-cased) as one ranked above it, or a cosine between the stored passage
+vectors >= ``duplicate_similarity`` (default ``dna.default_duplicate_similarity()`` = 1: the text alone), is collapsed into it; 'mmr' then orders the rest by
+Maximal Marginal Relevance (``dna.default_mmr_lambda()`` 0.7). ``dna.diversify`` (fusion.sql) walks the ranking;
+explain names what was collapsed into each hit. The 0021 signatures of dna.search and dna.recall are dropped
+before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
+duplicate set; docs/hybrid-search.md).
 """
 import sys
 from pathlib import Path
@@ -85,7 +96,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("documents.sql", "memory_verbs.sql", "memory_lifecycle.sql")
+CHANGED: tuple[str, ...] = ("fusion.sql", "documents.sql", "search.sql", "memory_verbs.sql",
+                            "memory_lifecycle.sql")
 
 
 def changed_files() -> list[str]:

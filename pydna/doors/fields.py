@@ -142,6 +142,19 @@ Filter = Annotated[Optional[dict[str, Any]], Field(
                 "valid_from, valid_to, and for a conversation's turn conversation, session, turn, speaker, role. "
                 "E.g. {\"tags\": {\"contains\": \"ops\"}, \"created_at\": {\"gte\": \"2026-05-01\"}}. A malformed "
                 "filter fails with SQLSTATE 22023 and a hint.")]
+Diversity = Annotated[Optional[Literal["collapse", "mmr", "off"]], Field(
+    description="collapse (default) = a hit whose passage is a near-duplicate of a higher-ranked one (the same text, "
+                "or a cosine >= duplicate_similarity) is left out; mmr = collapse, then Maximal Marginal Relevance "
+                "(mmr_lambda) orders the rest; off = every hit, duplicates too.")]
+RecallDiversity = Annotated[Optional[Literal["collapse", "off"]], Field(
+    description="collapse (default) = a memory whose text is a near-duplicate of a higher-ranked one is left out; "
+                "off = every memory, duplicates too.")]
+DuplicateSimilarity = Annotated[Optional[float], Field(
+    gt=0, le=1, description="The cosine (0-1] between two passages' vectors at or above which the lower-ranked one "
+                            "is a duplicate (e.g. 0.9); omitted = 1, identical vectors only: the text alone decides.")]
+MmrLambda = Annotated[Optional[float], Field(
+    ge=0, le=1, description="MMR's relevance weight (0-1; 1 = the ranking as fused): only with diversity mmr, which "
+                            "it selects when diversity is omitted; omitted = 0.7.")]
 Metadata = Annotated[Optional[dict[str, Any]], Field(
     description="Metadata to keep with the memory (a JSON object, e.g. {\"user\": \"u1\", \"project\": \"kernel\"}), "
                 "which filters read; it may not use the memory's own field names (tags, area, created_at, ...).")]

@@ -103,19 +103,24 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
                kinds: f.DocKinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, valid_time: f.ValidTime = None,
                include_retired: f.IncludeRetired = False, filter: f.Filter = None,
-               offset: f.SearchOffset = 0) -> dict[str, Any]:
+               offset: f.SearchOffset = 0, diversity: f.Diversity = None,
+               duplicate_similarity: f.DuplicateSimilarity = None, mmr_lambda: f.MmrLambda = None) -> dict[str, Any]:
         """Hybrid search (dna.search) over the documents and memories of a scope: ranked hits with score
         (RRF), similarity (cosine, -1..1), lexical_score (BM25), per-lane ranks and metadata; filter narrows
-        by metadata; offset pages (next_offset: the next page's). Does not write."""
+        by metadata; offset pages (next_offset: the next page's); near-duplicate hits are collapsed into the
+        first (diversity). Does not write."""
         return door.call(lambda v: v.search(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, valid_time=valid_time,
-                                            include_retired=include_retired, filter=filter, offset=offset))
+                                            include_retired=include_retired, filter=filter, offset=offset,
+                                            diversity=diversity, duplicate_similarity=duplicate_similarity,
+                                            mmr_lambda=mmr_lambda))
 
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
                tenant: f.Tenant = "", personal: f.Personal = False, now: f.Now = None, as_of: f.AsOf = None,
                reconsolidate: f.Reconsolidate = True, filter: f.Filter = None,
-               context: f.Context = 0, offset: f.RecallOffset = 0) -> dict[str, Any]:
+               context: f.Context = 0, offset: f.RecallOffset = 0, diversity: f.RecallDiversity = None,
+               duplicate_similarity: f.DuplicateSimilarity = None) -> dict[str, Any]:
         """Recall memories (dna.recall): the memories in force that best match the query, ranked by relevance,
         retention (forgetting curve) and affect; each hit has kind, name, score, summary, metadata and personal
         (true = from your personal memory); filter narrows by metadata (user, tags, dates, conversation, session,
@@ -123,7 +128,8 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
         the next page's). Surfacing a memory strengthens it unless reconsolidate=false."""
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
-                                            filter=filter, context=context, offset=offset))
+                                            filter=filter, context=context, offset=offset, diversity=diversity,
+                                            duplicate_similarity=duplicate_similarity))
 
     @server.tool(annotations=_WRITE)
     def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.NewKind = "Engram",

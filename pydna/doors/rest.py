@@ -67,6 +67,9 @@ class SearchRequest(_Body):
     include_retired: f.IncludeRetired = False
     filter: f.Filter = None
     offset: f.SearchOffset = 0
+    diversity: f.Diversity = None
+    duplicate_similarity: f.DuplicateSimilarity = None
+    mmr_lambda: f.MmrLambda = None
 
 
 class RememberRequest(_Body):
@@ -301,7 +304,8 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         return run(credentials, lambda v: v.search(
             scope_of(req.scope), req.query, k=req.k, kinds=req.kinds, tenant=req.tenant, personal=req.personal,
             name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired,
-            filter=req.filter, offset=req.offset))
+            filter=req.filter, offset=req.offset, diversity=req.diversity,
+            duplicate_similarity=req.duplicate_similarity, mmr_lambda=req.mmr_lambda))
 
     @app.post("/v1/memories", tags=["memory"], summary="Remember (dna.remember)")
     def remember(req: RememberRequest, credentials: Credentials) -> dict[str, Any]:
@@ -361,11 +365,14 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         filter: Annotated[f.FilterJson, Query()] = None,
         context: Annotated[f.Context, Query()] = 0,
         offset: Annotated[f.RecallOffset, Query()] = 0,
+        diversity: Annotated[f.RecallDiversity, Query()] = None,
+        duplicate_similarity: Annotated[f.DuplicateSimilarity, Query()] = None,
     ) -> dict[str, Any]:
         narrow = filter_param(filter)
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
-            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context, offset=offset))
+            reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context, offset=offset,
+            diversity=diversity, duplicate_similarity=duplicate_similarity))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")

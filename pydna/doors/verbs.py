@@ -151,7 +151,8 @@ class Verbs:
     def search(self, scope: str, query: str, *, k: int = 10, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, name_prefix: str | None = None, valid_time: datetime | None = None,
                include_retired: bool = False, filter: Mapping[str, Any] | None = None,
-               offset: int = 0) -> dict[str, Any]:
+               offset: int = 0, diversity: str | None = None, duplicate_similarity: float | None = None,
+               mmr_lambda: float | None = None) -> dict[str, Any]:
         """``dna.search``: hybrid search of documents and memories in a scope; ``offset``: ranks offset+1 ..
         offset+k of one ranking. ``next_offset``: offset + k when the page is full (the next page may be
         empty), else None."""
@@ -160,7 +161,9 @@ class Verbs:
         model = self.client.embedder.model_id if self.client.embedder is not None else DEFAULT_MODEL_ID
         result = self.client.search(scope, query, kind=_kinds(kinds), k=k, tenant=tenant, personal=personal,
                                     name_prefix=name_prefix, valid_time=utc(valid_time),
-                                    include_retired=include_retired, model_id=model, filter=filter, offset=offset)
+                                    include_retired=include_retired, model_id=model, filter=filter, offset=offset,
+                                    diversity=diversity, duplicate_similarity=duplicate_similarity,
+                                    mmr_lambda=mmr_lambda)
         out: dict[str, Any] = {"hits": [asdict(h) for h in result.hits], "degraded": result.degraded,
                                "model_id": result.model_id, "offset": offset,
                                "next_offset": offset + k if k and len(result.hits) == k and offset + k <= 9000
@@ -174,11 +177,13 @@ class Verbs:
     def recall(self, scope: str, query: str, *, k: int = 5, kinds: Sequence[str] | None = None, tenant: str = "",
                personal: bool = False, now: datetime | None = None, as_of: datetime | None = None,
                reconsolidate: bool = True, actor: str | None = None,
-               filter: Mapping[str, Any] | None = None, context: int = 0, offset: int = 0) -> dict[str, Any]:
+               filter: Mapping[str, Any] | None = None, context: int = 0, offset: int = 0,
+               diversity: str | None = None, duplicate_similarity: float | None = None) -> dict[str, Any]:
         """``dna.recall`` (``offset``: ranks offset+1 .. offset+k; the answer says ``next_offset``)."""
         return self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
                                   now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor,
-                                  filter=filter, context=context, offset=offset)
+                                  filter=filter, context=context, offset=offset, diversity=diversity,
+                                  duplicate_similarity=duplicate_similarity)
 
     def remember(self, scope: str, *, summary: str | None = None, kind: str = "Engram", name: str | None = None,
                  tenant: str = "", personal: bool = False, now: datetime | None = None, area: str | None = None,

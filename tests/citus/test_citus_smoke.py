@@ -25,6 +25,7 @@ ROLES = {who: f"dna_smoke_{who}_{os.getpid()}" for who in ("alice", "bob")}
 EMBEDDER = pydna.FakeEmbeddingProvider()
 DOCS = corpus.documents(60, scope_seed=5)
 QUERIES = corpus.queries(DOCS, n=6)
+COPIED = "zyxwvut quorvalen: one paragraph copied into two files"
 
 
 def _vector(text: str) -> str:
@@ -40,6 +41,9 @@ def _load(dsn: str, citus: bool) -> None:
             dba.execute("SELECT dna.sync_tenancy_maps()")
         dba.execute("SELECT dna.index_document(%s, 'Doc', 'single.md', 'a document indexed on its own', NULL, %s)",
                     (SCOPE, EMBEDDER.model_id))
+        for copy in ("copy-a.md", "copy-b.md"):                # a paragraph in two files (dna.search collapses one)
+            dba.execute("SELECT dna.index_document(%s, 'Doc', %s, %s, NULL, %s)",
+                        (SCOPE, copy, COPIED, EMBEDDER.model_id))
     with pydna.connect(dsn, embedder=EMBEDDER) as client:
         report = client.index(SCOPE, [d.record() for d in DOCS])
         assert report.inserted > 0
@@ -101,12 +105,25 @@ def test_searches_equal_a_single_node(smoke):
         calls += [("SELECT kind, name, tenant, passage, score FROM dna.search(%s, %s, k => 10)", (SCOPE, q)),
                   ("SELECT kind, name, tenant, passage, score FROM dna.search(%s, %s, %s::vector, k => 10, exact => true)",
                    (SCOPE, q, _vector(q))),
-                  ("SELECT kind, name, score FROM dna.bm25(%s, %s, %s, k => 10)", (SCOPE, q, EMBEDDER.model_id))]
+                  ("SELECT kind, name, score FROM dna.bm25(%s, %s, %s, k => 10)", (SCOPE, q, EMBEDDER.model_id)),
+                  # diversity (0022): the collapse (default, above), mmr and off (not explain => true, which fails
+                  # on Citus with "cannot switch local execution status" since before 0022: test_citus_hard_edges.py)
+                  ("SELECT kind, name, passage, score FROM dna.search(%s, %s, %s::vector, k => 10, diversity => 'mmr')",
+                   (SCOPE, q, _vector(q))),
+                  ("SELECT kind, name, passage, score FROM dna.search(%s, %s, %s::vector, k => 10, diversity => 'off')",
+                   (SCOPE, q, _vector(q)))]
     answers = []
     for dsn in smoke:
         with psycopg.connect(dsn, autocommit=True) as conn:
             answers.append([conn.execute(q, p).fetchall() for q, p in calls])
     assert any(answers[0]), "the queries find nothing"
+    for dsn in smoke:                                           # the paragraph in two files: collapsed
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            names = [r[0] for r in conn.execute("SELECT name FROM dna.search(%s, 'zyxwvut quorvalen', k => 10)",
+                                                (SCOPE,))]
+            off = [r[0] for r in conn.execute("SELECT name FROM dna.search(%s, 'zyxwvut quorvalen', k => 10, "
+                                              "diversity => 'off')", (SCOPE,))]
+        assert names == ["copy-a.md"] and off == ["copy-a.md", "copy-b.md"], (dsn, names, off)
     diff = differences(answers[0], answers[1])
     print(f"\nsmoke searches: equal {len(calls) - len({d.split(']')[0] for d in diff})}/{len(calls)}")
     assert not diff, diff[:5]

@@ -4,5 +4,5 @@
 -- delegates them again: it is idempotent).
 DROP FUNCTION IF EXISTS dna.recall(text, text, vector, text, text[], integer, text, boolean, text, timestamptz,
                                    timestamptz, boolean, text, boolean, double precision, double precision, jsonb, integer,
-                                   integer);
+                                   integer, text, double precision);   -- with topic diversity's arguments
 DROP FUNCTION IF EXISTS dna.list_memories(text, text[], text, boolean, timestamptz, integer, boolean, jsonb, integer);
