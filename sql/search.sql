@@ -599,8 +599,7 @@ BEGIN
                 f.passage, doc.heading, doc.char_start, doc.char_end,
                 CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
                       AND coalesce($20, doc.char_start IS NOT NULL)
-                     THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
-                                      ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
+                     THEN nullif(dna.identifier_headline(doc.ts_config, doc.body, $19::tsquery), '''')
                 END,
                 CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical,
                 CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
