@@ -370,7 +370,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
-'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
+'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms (distinct), idf '
+'(per term: its idf times how often dna.bm25_terms lists it, 2 for an identifier''s whole lexeme), '
 'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
 'candidates, rescored (the candidates whose exact score was computed: the best 2k, then those that could still reach the top k), theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, budget_asked and '
 'budget (the one spent: doubled for a query without a rare term, rarest_df > budget), ms_since_start '
