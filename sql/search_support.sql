@@ -267,16 +267,17 @@ AS $$
           FROM regexp_matches(coalesce(body, ''),
                               '(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)', 'g') AS x) AS m
     WHERE (strpos(m.t, '_') > 0 AND m.t ~ '[A-Za-z0-9]')                  -- snake_case, _private, __init__
-       OR (strpos(m.t, '.') > 0 AND m.t ~ '[A-Za-z0-9_]{2}')              -- dotted.names (not e.g, i.e)
-       OR m.t ~ '[a-z][A-Z][a-z]'                                         -- CamelCase, getElementById
+       OR (strpos(m.t, '.') > 0 AND m.t !~ '(^|\.)[A-Za-z0-9_](\.|$)')   -- dotted.names (not e.g, x.y, H2A.Z)
+       OR m.t ~ '[a-z][A-Z][a-z]{2}'                                      -- CamelCase, getElementById (not HeLa, TatAd)
     GROUP BY m.t
 $$;
 
 COMMENT ON FUNCTION dna.identifier_tokens(text) IS
 'The identifiers of a text and how often each occurs: ASCII tokens [A-Za-z_][A-Za-z0-9_]* joined by '
-'dots, not preceded by a letter, digit, _ or ., that hold an underscore (snake_case, _private), a dot '
-'with a segment of 2+ characters (dotted.names; not e.g. or i.e.), or a case change lower-Upper-lower '
-'(CamelCase, getElementById; not mRNA, IFNgamma or ATPase, whose parts would be guesses). NULL: no rows. Pure.';
+'dots, not preceded by a letter, digit, _ or ., that hold an underscore (snake_case, _private), dots '
+'between segments of 2+ characters each (dotted.names; not e.g., x.y or H2A.Z), or a lower-case letter, a '
+'capital and 2+ lower-case letters (CamelCase, getElementById; not mRNA, HeLa, TatAd, IFNgamma or ATPase, '
+'whose parts would be guesses). NULL: no rows. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.identifier_lexemes(cfg regconfig, token text)
 RETURNS text[]
