@@ -178,11 +178,21 @@ CREATE OR REPLACE FUNCTION dna.bm25_terms(query text, config regconfig DEFAULT '
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT tsvector_to_array(dna.text_tsvector(config, coalesce(query, '')))  -- bounded: never 54000
+    -- The whole lexeme of each identifier of the query is listed dna.identifier_weight() times in all:
+    -- the lane weighs a term by how often it is listed (its idf times that count).
+    SELECT ARRAY(SELECT x.l FROM (
+        SELECT u.l FROM unnest(tsvector_to_array(dna.text_tsvector(config, coalesce(query, '')))) AS u (l)  -- bounded: never 54000
+        UNION ALL
+        SELECT lower(t.token) FROM dna.identifier_tokens(left(coalesce(query, ''), 100000)) AS t,
+                                   generate_series(2, dna.identifier_weight())
+        ) AS x ORDER BY x.l)
 $$;
 
 COMMENT ON FUNCTION dna.bm25_terms(text, regconfig) IS
-'The distinct lexemes of a query under a text-search configuration, sorted: the terms BM25 sums over. '
+'The lexemes of a query under a text-search configuration (dna.text_tsvector: words and identifiers), sorted: '
+'the terms BM25 sums over, each once but the whole lexeme of an identifier of the query (on_commit, '
+'django.db.transaction, queryset), listed dna.identifier_weight() = 2 times: the lane weighs a term by its '
+'count (revision 0022_first_week). '
 'User text is never parsed as tsquery syntax, so operators, quotes and URLs cannot raise, nor can a long text '
 '(dna.text_tsvector: read up to its longest prefix whose tsvector fits PostgreSQL''s 1 MB limit); stop words '
 'only → empty array.';
@@ -360,7 +370,8 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_explain(text, text, text, text, text[], integer, integer, boolean) IS
-'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms, idf, '
+'How the lexical lane answers a query: {path: exact|budgeted, exact, n_docs, avg_len, terms (distinct), idf '
+'(per term: its idf times how often dna.bm25_terms lists it, 2 for an identifier''s whole lexeme), '
 'postings (to score without a budget), budget, and on the budgeted path postings_read, chunks_read, '
 'candidates, rescored (the candidates whose exact score was computed: the best 2k, then those that could still reach the top k), theta (k-th exact score), cut ((C+1)-th partial sum), unread_bound, budget_asked and '
 'budget (the one spent: doubled for a query without a rare term, rarest_df > budget), ms_since_start '

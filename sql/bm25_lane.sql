@@ -102,7 +102,8 @@ BEGIN
 
     -- df per term over every Kind (as N): sealed chunks + memtable − tombstoned − shadowed.
     -- `readable` counts the postings a Kind filter leaves to score.
-    WITH q AS (SELECT DISTINCT u.lexeme FROM unnest(terms) AS u (lexeme)),
+    -- A term listed twice weighs twice (dna.bm25_terms lists an identifier of the query twice).
+    WITH q AS (SELECT u.lexeme, count(*) AS qn FROM unnest(terms) AS u (lexeme) GROUP BY u.lexeme),
     c AS (SELECT h.lexeme, sum(h.n)::bigint AS df,
                  coalesce(sum(h.n) FILTER (WHERE kinds IS NULL OR h.kind = ANY (kinds)), 0)::bigint AS rd
           FROM dna.dna_bm25_chunks AS h
@@ -122,7 +123,7 @@ BEGIN
             AND f.terms ? l.lexeme
           GROUP BY l.lexeme)
     SELECT array_agg(q.lexeme ORDER BY q.lexeme),
-           array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
+           array_agg(q.qn * ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) ORDER BY q.lexeme),
            sum(coalesce(c.rd, 0) + coalesce(m.rd, 0)), min(d.df), sum(coalesce(m.rd, 0))
     INTO lex, w, readable, rarest, mem
     FROM q LEFT JOIN c ON c.lexeme = q.lexeme LEFT JOIN m ON m.lexeme = q.lexeme

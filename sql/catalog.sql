@@ -534,10 +534,10 @@ DECLARE
     cut text;
 BEGIN
     IF body IS NULL OR octet_length(body) <= dna.text_tsvector_direct_bytes() THEN
-        RETURN to_tsvector(cfg, body);
+        RETURN to_tsvector(cfg, body) || dna.identifier_tsvector(cfg, body);
     END IF;
     BEGIN
-        RETURN to_tsvector(cfg, body);
+        RETURN to_tsvector(cfg, body) || dna.identifier_tsvector(cfg, body);
     EXCEPTION WHEN program_limit_exceeded THEN             -- 54000 string is too long for tsvector (N bytes, max M bytes)
         need := (regexp_match(SQLERRM, '\((\d+) bytes, max (\d+) bytes\)'))[1]::bigint;
         room := (regexp_match(SQLERRM, '\((\d+) bytes, max (\d+) bytes\)'))[2]::bigint;
@@ -551,7 +551,7 @@ BEGIN
             cut := regexp_replace(cut, '\S+$', '');
         END IF;
         BEGIN
-            RETURN to_tsvector(cfg, cut);
+            RETURN to_tsvector(cfg, cut) || dna.identifier_tsvector(cfg, cut);
         EXCEPTION WHEN program_limit_exceeded THEN
             n := floor(n * 0.9)::integer;
         END;
@@ -560,7 +560,9 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.text_tsvector(regconfig, text) IS
-'The tsvector of a text under a text search configuration, bounded: to_tsvector(cfg, body) when it fits '
+'The tsvector of a text under a text search configuration, bounded: to_tsvector(cfg, body) and the lexemes '
+'of its identifiers (dna.identifier_tsvector: on_commit, django.db.transaction, QuerySet whole and by their '
+'parts; revision 0022_first_week) when it fits '
 'PostgreSQL''s tsvector limit (1048575 bytes of lexemes and positions; always for a text of at most '
 'dna.text_tsvector_direct_bytes() = 100000 bytes), else the tsvector of a prefix of the text that fits: 95% '
 'of the share of the text the limit holds (from the size PostgreSQL reports), cut before a partial word, 10% '

@@ -551,7 +551,8 @@ BEGIN
     -- query (dna.min_max; absent from a lane: 0).
     -- The fused score is rounded as the lane scores are; ties order by (kind, name, tenant, passage).
     -- The answer is the window $22 + 1 .. $22 + k of that one ranking.
-    -- The hit's highlight marks the query's lexemes in that passage (ts_headline, k rows only; by
+    -- The hit's highlight marks the query's lexemes in that passage (dna.identifier_headline: ts_headline,
+    -- identifiers marked whole; k rows only; by
     -- default only for passages of split documents: ~0.2-0.4 ms each, and a whole document's or a
     -- memory's snippet already is its text's start).
     -- The lexical lane (without past texts: with them it ran above), by its own statement.
@@ -638,8 +639,7 @@ BEGIN
                 f.passage, doc.heading, doc.char_start, doc.char_end,
                 CASE WHEN $19::tsquery IS NOT NULL AND f.lexical_score IS NOT NULL
                       AND coalesce($20, doc.char_start IS NOT NULL)
-                     THEN nullif(ts_headline(doc.ts_config, doc.body, $19::tsquery,
-                                      ''StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "''), '''')
+                     THEN nullif(dna.identifier_headline(doc.ts_config, doc.body, $19::tsquery), '''')
                 END,
                 CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical,
                 CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
@@ -767,7 +767,8 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'dna.index_documents) and RRF fuses passages; by default each document answers once, by its best fused '
 'passage (MaxP), whose passage ordinal, heading, char_start/char_end (span in the parent''s text) and snippet '
 'the hit carries; passages => true answers every passage (a document may then appear several times). '
-'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline, up '
+'highlight: that passage''s text around the query''s lexemes, matches marked «like this» (ts_headline through '
+'dna.identifier_headline: an identifier marked whole, «transaction.on_commit»; up '
 'to 2 fragments joined by " … "; NULL when the hit is not in the lexical lane); highlight => NULL (default) '
 'computes it for passages of documents indexed as several (char_start set), true for every hit, false never. '
 'explain => true: every hit''s explain (jsonb) holds dense / lexical {rank, similarity | bm25, normalised (convex), term: the '

@@ -247,6 +247,150 @@ $$;
 COMMENT ON FUNCTION dna.text_hash(text, text) IS
 'SHA-256 (hex) of title || newline || body: the key that makes indexing idempotent (unchanged text is never re-embedded).';
 
+-- ---------------------------------------------------------------------------------------------
+-- Identifiers (revision 0022_first_week, issue 27 item 4)
+-- ---------------------------------------------------------------------------------------------
+-- PostgreSQL's parser splits snake_case at the underscore (on_commit → on, a stop word, and commit),
+-- keeps a dotted name as one host lexeme (django.db.transaction) and a CamelCase word as one
+-- (QuerySet → queryset). dna.text_tsvector adds what it leaves out, so that an identifier is found as
+-- written and by its parts: the whole identifier (lower case, unstemmed), for a dotted name every run
+-- of two or more of its segments and every segment that is an identifier itself, and its words
+-- (split at _ . and case changes, through the configuration: stemmed, stop words dropped), less the
+-- lexemes the parser already gave for it.
+
+CREATE OR REPLACE FUNCTION dna.identifier_tokens(body text)
+RETURNS TABLE (token text, n integer)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT m.t, count(*)::integer
+    FROM (SELECT x[1] AS t
+          FROM regexp_matches(coalesce(body, ''),
+                              '(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)', 'g') AS x) AS m
+    WHERE (strpos(m.t, '_') > 0 AND m.t ~ '[A-Za-z0-9]')                  -- snake_case, _private, __init__
+       OR (strpos(m.t, '.') > 0 AND m.t !~ '(^|\.)[A-Za-z0-9_](\.|$)')   -- dotted.names (not e.g, x.y, H2A.Z)
+       OR m.t ~ '[a-z][A-Z][a-z]{2}'                                      -- CamelCase, getElementById (not HeLa, TatAd)
+    GROUP BY m.t
+$$;
+
+COMMENT ON FUNCTION dna.identifier_tokens(text) IS
+'The identifiers of a text and how often each occurs: ASCII tokens [A-Za-z_][A-Za-z0-9_]* joined by '
+'dots, not preceded by a letter, digit, _ or ., that hold an underscore (snake_case, _private), dots '
+'between segments of 2+ characters each (dotted.names; not e.g., x.y or H2A.Z), or a lower-case letter, a '
+'capital and 2+ lower-case letters (CamelCase, getElementById; not mRNA, HeLa, TatAd, IFNgamma or ATPase, '
+'whose parts would be guesses). NULL: no rows. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.identifier_lexemes(cfg regconfig, token text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    WITH seg AS (SELECT s.s, s.i FROM unnest(string_to_array(token, '.')) WITH ORDINALITY AS s (s, i)),
+    want AS (
+        SELECT lower(token) AS l
+        UNION                                                         -- runs of 2+ segments (up to 8 segments)
+        SELECT lower(string_agg(b.s, '.' ORDER BY b.i))
+        FROM seg AS a JOIN seg AS b ON b.i >= a.i, seg AS e
+        WHERE e.i > a.i AND b.i <= e.i AND (SELECT count(*) FROM seg) <= 8
+        GROUP BY a.i, e.i
+        UNION                                                         -- segments that are identifiers themselves
+        SELECT lower(g.s) FROM seg AS g
+        WHERE strpos(token, '.') > 0 AND (SELECT count(*) FROM dna.identifier_tokens(g.s)) > 0
+        UNION                                                         -- the words, as the configuration makes them
+        SELECT w.l FROM unnest(tsvector_to_array(to_tsvector(cfg,
+            translate(regexp_replace(regexp_replace(token, '([a-z0-9])([A-Z])', '\1 \2', 'g'),
+                                     '([A-Z])([A-Z][a-z])', '\1 \2', 'g'), '_.', '  ')))) AS w (l))
+    SELECT coalesce(array_agg(x.l ORDER BY x.l), '{}')
+    FROM want AS x
+    WHERE x.l <> '' AND NOT x.l = ANY (tsvector_to_array(to_tsvector(cfg, token)))
+$$;
+
+COMMENT ON FUNCTION dna.identifier_lexemes(regconfig, text) IS
+'The lexemes dna.text_tsvector adds for one identifier (dna.identifier_tokens) under a configuration: '
+'the identifier in lower case, unstemmed (on_commit, django.db.transaction, getelementbyid); for a dotted '
+'name every run of 2+ segments (db.transaction) and each segment that is an identifier (on_commit); its '
+'words split at _ . and case changes, stemmed and without stop words as the configuration makes them '
+'(commit, transact, queri, set); less the lexemes to_tsvector(cfg, identifier) already holds. Sorted. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.identifier_tsvector(cfg regconfig, body text)
+RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- One position per occurrence (at most 256, PostgreSQL's limit per lexeme), so that tf counts them
+    -- and dna.bm25_doc_length counts each added lexeme.
+    SELECT coalesce(string_agg('''' || replace(replace(a.l, '\', '\\'), '''', '''''') || ''':'
+                               || array_to_string(ARRAY(SELECT generate_series(1, least(a.n, 256))), ','), ' '),
+                    '')::tsvector
+    FROM (SELECT l.l, sum(t.n)::integer AS n
+          FROM dna.identifier_tokens(body) AS t, unnest(dna.identifier_lexemes(cfg, t.token)) AS l (l)
+          GROUP BY l.l) AS a
+$$;
+
+COMMENT ON FUNCTION dna.identifier_tsvector(regconfig, text) IS
+'What dna.text_tsvector adds to to_tsvector(cfg, body) for the identifiers of body: each lexeme of '
+'dna.identifier_lexemes, with one position per occurrence of its identifiers (positions 1..n, at most '
+'256; dna.text_tsvector''s concatenation moves them past the text''s own). Empty when body holds no '
+'identifier. Pure.';
+
+CREATE OR REPLACE FUNCTION dna.identifier_weight()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 2
+$$;
+
+COMMENT ON FUNCTION dna.identifier_weight() IS
+'2: how many times dna.bm25_terms lists the whole lexeme of an identifier of the query (on_commit, '
+'django.db.transaction, queryset), so that the lexical lane weighs it twice its idf: a document that '
+'holds the identifier as written ranks above ones that only repeat its words.';
+
+CREATE OR REPLACE FUNCTION dna.identifier_headline(cfg regconfig, body text, query tsquery)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    lexemes text[];
+    extra text;
+    out text := '';
+    core text;
+    mid text;
+    r record;
+BEGIN
+    IF query IS NULL OR body IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- The query's lexemes (a tsquery's text quotes each one).
+    lexemes := ARRAY(SELECT replace(replace(m[1], '''''', ''''), '\\', '\')
+                     FROM regexp_matches(query::text, '''((?:[^'']|'''')*)''', 'g') AS m);
+    -- An identifier of body that a query lexeme names (whole, a run of its segments or a word):
+    -- its own lexemes join the query, so that ts_headline marks it where the parser keeps it whole.
+    SELECT string_agg(DISTINCT '''' || replace(replace(p.l, '\', '\\'), '''', '''''') || '''', ' | ')
+    INTO extra
+    FROM dna.identifier_tokens(body) AS t,
+         unnest(tsvector_to_array(to_tsvector(cfg, t.token))) AS p (l)
+    WHERE (strpos(p.l, '.') > 0 OR strpos(t.token, '_') = 0 AND strpos(t.token, '.') = 0)  -- a lexeme the parser kept whole
+      AND (dna.identifier_lexemes(cfg, t.token) && lexemes OR lower(t.token) = ANY (lexemes));
+    IF extra IS NOT NULL THEN
+        query := query || extra::tsquery;
+    END IF;
+    -- Marks that fall inside an identifier (on_«commit», «transaction.on»_«commit») widen to all of it;
+    -- dots before or after it stay outside the marks.
+    FOR r IN SELECT m[1] AS gap, m[2] AS run
+             FROM regexp_matches(ts_headline(cfg, body, query,
+                                 'StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'),
+                                 '([^A-Za-z0-9_.«»]*)([A-Za-z0-9_.«»]*)', 'g') AS m LOOP
+        IF strpos(r.run, '«') = 0 THEN
+            out := out || r.gap || r.run;
+        ELSE
+            core := replace(replace(r.run, '«', ''), '»', '');
+            mid := btrim(core, '.');
+            out := out || r.gap || CASE WHEN mid = '' THEN core
+                ELSE substr(core, 1, strpos(core, mid) - 1) || '«' || mid || '»'
+                     || substr(core, strpos(core, mid) + length(mid)) END;
+        END IF;
+    END LOOP;
+    RETURN out;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION dna.lexical_query(query text, config regconfig DEFAULT 'english')
 RETURNS tsquery
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -51,6 +51,20 @@ Maximal Marginal Relevance (``dna.default_mmr_lambda()`` 0.7). ``dna.diversify``
 explain names what was collapsed into each hit. The 0021 signatures of dna.search and dna.recall are dropped
 before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
 duplicate set; docs/hybrid-search.md).
+
+identifiers (catalog.sql, search_support.sql, bm25.sql, bm25_lane.sql, search.sql; issue 27 item 4):
+identifiers (``snake_case``, ``dotted.names``, ``CamelCase``) are found as written and by their parts.
+``dna.text_tsvector`` adds to ``to_tsvector`` the lexemes of a text's identifiers
+(``dna.identifier_tsvector`` over ``dna.identifier_tokens`` / ``dna.identifier_lexemes``, new in
+search_support.sql): the whole identifier in lower case (``on_commit``, ``django.db.transaction``), a dotted
+name's runs of segments (``db.transaction``) and identifier segments, its words (``commit``, ``transact``,
+``queri``, ``set``), less what the parser already gave. Documents, memories, their history and queries all
+take it. ``dna.bm25_terms`` lists an identifier's whole lexeme ``dna.identifier_weight()`` = 2 times and
+``dna.bm25_lane`` weighs a term by its count (idf x count), so the page that holds ``on_commit`` ranks above
+pages that repeat "commit". Highlights (``dna.identifier_headline``) mark an identifier whole
+(«transaction.on_commit»). ``after_identifiers.sql`` tokenizes again the search rows and version texts
+stored before (only rows whose tsvector changes; the BM25 trigger moves their postings and statistics);
+``undo_identifiers.sql`` puts 0021's ``dna.text_tsvector`` back and tokenizes them again the old way.
 """
 import sys
 from pathlib import Path
@@ -96,8 +110,8 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0022_first_week/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("fusion.sql", "documents.sql", "search.sql", "memory_verbs.sql",
-                            "memory_lifecycle.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25.sql", "bm25_lane.sql",
+                            "documents.sql", "search.sql", "memory_verbs.sql", "memory_lifecycle.sql")
 
 
 def changed_files() -> list[str]:
