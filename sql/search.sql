@@ -569,18 +569,40 @@ BEGIN
         'picked AS (SELECT NULL::integer AS pos, NULL::integer AS duplicate_of WHERE false),
          best AS (SELECT r.*, r.pos AS place, NULL::jsonb AS diverse FROM ranked AS r
                   WHERE r.pos > $22 ORDER BY r.pos LIMIT $11)'
+    -- collapse walks in rank order, so the walk of the first 2 x (offset + k) + 8 candidates keeps the same
+    -- hits as the walk of all of them whenever it keeps offset + k: only when it does not (many duplicates)
+    -- is the whole ranking read (its vectors and texts: ~200 rows at k = 10). MMR weighs every candidate.
     ELSE format(
         'pool AS MATERIALIZED (
              SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
                     CASE WHEN NOT k.past THEN doc.body END AS body
              FROM ranked AS r
              CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
-             LEFT JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
-                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
-         picked AS MATERIALIZED (
+             LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
+                                AND doc.tenant = r.tenant AND doc.passage = r.passage
+             WHERE $41 = ''collapse'' AND r.pos <= 2 * ($11 + $22) + 8),
+         walked AS MATERIALIZED (
              SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM pool AS p ORDER BY p.pos),
                                            ARRAY(SELECT p.body FROM pool AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.score FROM pool AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d),
+                                           ARRAY(SELECT p.score FROM pool AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d
+             WHERE $41 = ''collapse''),
+         enough AS (SELECT $41 = ''collapse''
+                           AND ((SELECT count(*) FROM walked AS w WHERE w.place IS NOT NULL) >= $11 + $22
+                                OR (SELECT count(*) FROM ranked) <= 2 * ($11 + $22) + 8) AS ok),
+         whole AS MATERIALIZED (
+             SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
+                    CASE WHEN NOT k.past THEN doc.body END AS body
+             FROM ranked AS r
+             CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
+             LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
+                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
+         picked AS MATERIALIZED (
+             SELECT w.* FROM walked AS w WHERE (SELECT e.ok FROM enough AS e)
+             UNION ALL
+             SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM whole AS p ORDER BY p.pos),
+                                           ARRAY(SELECT p.body FROM whole AS p ORDER BY p.pos),
+                                           ARRAY(SELECT p.score FROM whole AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d
+             WHERE NOT (SELECT e.ok FROM enough AS e)),
          best AS (
              SELECT r.*, p.place, CASE WHEN $27 THEN jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
                         ''fused_rank'', r.pos, ''place'', p.place, ''relevance'', p.relevance, ''redundancy'', p.redundancy,

@@ -231,3 +231,27 @@ def test_python_client_and_cli_take_the_arguments(client, dna_dsn, tmp_path, mon
     assert sorted(recalled("--diversity", "off")) == ["d1", "d2"] and len(recalled()) == 1
     assert "22023" in cli("memory", "recall", "x", "--scope", "team", "--embedder", "fake", "--diversity", "mmr",
                           code=1).stderr
+
+
+def test_many_copies_still_give_k_hits_past_the_first_candidates(dna_dsn):
+    """collapse reads the first 2 x (offset + k) + 8 candidates first; when those hold fewer than offset + k
+    distinct texts (here 40 copies rank first), it walks the whole ranking: k distinct hits, the same as a
+    walk of the off ranking that keeps each text once."""
+    with psycopg.connect(dna_dsn, autocommit=True) as c:
+        for i in range(40):
+            c.execute("SELECT dna.index_document('many', 'Doc', %s, %s, dna.fake_embed(%s), %s)",
+                      (f"copy-{i:02d}", PARA, PARA, MODEL))
+        for i in range(15):
+            body = f"The cache of view number {i} keeps an entire page for {i} seconds."
+            c.execute("SELECT dna.index_document('many', 'Doc', %s, %s, dna.fake_embed(%s), %s)",
+                      (f"other-{i:02d}", body, body, MODEL))
+        for k, offset in ((10, 0), (5, 5), (3, 0)):
+            got = [r[0] for r in _search(c, k=k, scope="many", offset=offset)]
+            ranking = [r[0] for r in _search(c, k=200, scope="many", diversity="off")]
+            seen, walk = set(), []
+            for name in ranking:
+                key = "copy" if name.startswith("copy-") else name
+                if key not in seen:
+                    seen.add(key)
+                    walk.append(name)
+            assert got == walk[offset:offset + k] and len(got) == k
