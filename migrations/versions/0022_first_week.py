@@ -50,7 +50,9 @@ vectors >= ``duplicate_similarity`` (default ``dna.default_duplicate_similarity(
 Maximal Marginal Relevance (``dna.default_mmr_lambda()`` 0.7). ``dna.diversify`` (fusion.sql) walks the ranking;
 explain names what was collapsed into each hit. The 0021 signatures of dna.search and dna.recall are dropped
 before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
-duplicate set; docs/hybrid-search.md).
+duplicate set; docs/hybrid-search.md). Collapse reads the vectors and texts of the first 2 x (offset + k) + 8
+candidates, and of the whole ranking only when those hold fewer than offset + k distinct hits (the same
+answer: the walk is in rank order).
 
 identifiers (catalog.sql, search_support.sql, bm25.sql, bm25_lane.sql, search.sql; issue 27 item 4):
 identifiers (``snake_case``, ``dotted.names``, ``CamelCase``) are found as written and by their parts.
