@@ -52,7 +52,8 @@ explain names what was collapsed into each hit. The 0021 signatures of dna.searc
 before the plane files run and come back on downgrade. Defaults chosen by bench/diversity.py (SciFact train, the
 duplicate set; docs/hybrid-search.md). Collapse reads the vectors and texts of the first 2 x (offset + k) + 8
 candidates, and of the whole ranking only when those hold fewer than offset + k distinct hits (the same
-answer: the walk is in rank order).
+answer: the walk is in rank order). With topic pagination, dna.recall's signature ends ``"offset"``,
+``diversity``, ``duplicate_similarity``; after_pagination.sql delegates the new dna.search on Citus too.
 
 identifiers (catalog.sql, search_support.sql, bm25.sql, bm25_lane.sql, search.sql; issue 27 item 4):
 identifiers (``snake_case``, ``dotted.names``, ``CamelCase``) are found as written and by their parts.
