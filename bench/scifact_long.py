@@ -22,7 +22,9 @@ database stores with a document's best passage as its score (MaxP), same k1/b an
 bench/beir.py's peer. Metrics (ir-measures, bench/beir.py): nDCG@10 and R@100 from depth-100 calls;
 p50/p95 of the k = 10 hybrid call (client wall time, median of 3 passes per query) with the load
 average; index seconds (embedding included; vectors cached in bench/.cache, so reruns embed nothing)
-and rows per document. One table on stdout, JSON to ``--out``.
+and rows per document. Passage choice (issue 27 item 3), in the ``passages`` scope per mode: of the
+relevant documents among a query's first 10 hits, the share whose shown passage lies at least half
+inside a relevant abstract (``passage_choice``). One table on stdout, JSON to ``--out``.
 """
 from __future__ import annotations
 
@@ -50,19 +52,50 @@ KIND = "Doc"
 SCOPES = ("whole", "passages")
 
 
-def group_corpus(corpus: list[dict], size: int, seed: int) -> tuple[list[dict], dict[str, str]]:
-    """The long documents and abstract id → document name (a fixed, seeded grouping)."""
+def grouped_spans(corpus: list[dict], size: int, seed: int) -> tuple[list[dict], dict[str, tuple[str, int, int]]]:
+    """The long documents and abstract id → (document name, char_start, char_end) of its text there."""
     ids = [d["_id"] for d in corpus]
     by_id = {d["_id"]: d for d in corpus}
     random.Random(seed).shuffle(ids)
-    docs, owner = [], {}
+    docs, spans = [], {}
     for g in range(0, len(ids), size):
         name = f"long-{g // size:04d}.txt"
-        members = ids[g:g + size]
-        body = "\n\n".join(f"{by_id[i]['title']}\n\n{by_id[i]['text']}".strip() for i in members)
-        docs.append({"name": name, "body": body})
-        owner.update({i: name for i in members})
-    return docs, owner
+        parts, at = [], 0
+        for i in ids[g:g + size]:
+            text = f"{by_id[i]['title']}\n\n{by_id[i]['text']}".strip()
+            if parts:
+                at += 2
+            spans[i] = (name, at, at + len(text))
+            parts.append(text)
+            at += len(text)
+        docs.append({"name": name, "body": "\n\n".join(parts)})
+    return docs, spans
+
+
+def passage_choice(conn, scope: str, model_id: str, mode: str, queries, qvecs, qrels, spans) -> dict:
+    """Of the relevant documents among a query's first K hits, the share whose shown passage lies mostly
+    (at least half of its characters) inside a relevant abstract: the passage that answers."""
+    from pgvector import Vector
+
+    sql = ("SELECT name, char_start, char_end FROM dna.search(%s, %s, %s, %s, k => %s, weights => %s)")
+    weights = [1.0, 0.0] if mode == "dense" else None
+    found = ok = 0
+    for q, text in queries.items():
+        vec = None if mode == "lexical" else Vector(qvecs[q])
+        relevant: dict[str, list[tuple[int, int]]] = {}
+        for did in qrels.get(q, {}):
+            if did in spans:
+                name, a, b = spans[did]
+                relevant.setdefault(name, []).append((a, b))
+        for name, start, end in conn.execute(sql, (scope, text, vec, model_id, K, weights)).fetchall():
+            if name not in relevant:
+                continue
+            found += 1
+            if start is None:
+                continue
+            inside = max((min(end, b) - max(start, a) for a, b in relevant[name]), default=0)
+            ok += inside * 2 >= end - start
+    return {"relevant_hits": found, "passage_ok": ok, "share": round(ok / max(found, 1), 4)}
 
 
 def long_qrels(qrels: dict[str, dict[str, int]], owner: dict[str, str]) -> dict[str, dict[str, int]]:
@@ -143,7 +176,8 @@ def main(argv=None) -> int:
     console = Console()
 
     corpus, queries, qrels, hashes = load_dataset(Path(args.dataset), args.split)
-    docs, owner = group_corpus(corpus, args.group, args.seed)
+    docs, spans = grouped_spans(corpus, args.group, args.seed)
+    owner = {i: name for i, (name, _, _) in spans.items()}
     lqrels = long_qrels(qrels, owner)
     queries = {q: t for q, t in queries.items() if q in lqrels}
     console.print(f"{len(corpus)} abstracts → {len(docs)} documents of {args.group}; {len(queries)} queries "
@@ -175,6 +209,9 @@ def main(argv=None) -> int:
                 for mode in ("lexical", "dense", "hybrid"):
                     results[f"{scope}/{mode}"] = measure(search_runner(conn, scope, client.model_id, mode),
                                                          queries, qvecs, lqrels, timed=mode == "hybrid")
+                    if scope == "passages":
+                        results[f"choice/{mode}"] = passage_choice(conn, scope, client.model_id, mode, queries,
+                                                                   qvecs, qrels, spans)
                 passages = conn.execute("SELECT name, coalesce(title || ' ', '') || body FROM dna.dna_search_docs_384 "
                                         "WHERE scope = %s ORDER BY name, passage", (scope,)).fetchall()
                 peer = bm25s_maxp(passages, cfg[0], cfg[1])
@@ -199,6 +236,10 @@ def main(argv=None) -> int:
     for scope in SCOPES:
         ix = results[f"index/{scope}"]
         console.print(f"index {scope}: {ix['seconds']} s, {ix['rows_per_document']} rows per document")
+    for mode in ("lexical", "dense", "hybrid"):
+        c = results[f"choice/{mode}"]
+        console.print(f"passage choice, {mode}: {c['passage_ok']}/{c['relevant_hits']} relevant hits show a passage "
+                      f"inside a relevant abstract ({c['share']:.3f})")
     gain = results["passages/hybrid"]["nDCG@10"] - results["whole/hybrid"]["nDCG@10"]
     console.print(f"passages − whole, hybrid nDCG@10: {gain:+.4f} (target ≥ +0.05); "
                   f"load before/after {meta['load_before_after']}")
