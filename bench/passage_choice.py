@@ -15,8 +15,9 @@ that file) whose text answers. For each question and mode (``hybrid``: ``dna.sea
 - ``file@1`` / ``file@10``: the answering file is the first hit / among the first 10;
 - ``passage ok``: of the questions whose file is among the 10, the share whose shown passage lies in the
   answering section (the section's title is one of the hit's heading path, ``A > B``);
-- ``best passage in section`` (oracle): the share whose answering section holds the file's best passage
-  when every passage is ranked (``passages => true``, depth 200): the mode could have shown one.
+- ``best in section``: the share whose answering section holds the file's best passage when that file
+  alone is searched (``name_prefix``, ``passages => true``, depth 200): where it differs from
+  ``passage ok``, the other files' passages changed the choice (the lanes' depths).
 
 Peer in the same run: bm25s (k1 1.5, b 0.75, the stemmer of bench/beir.py) over the very passages the
 database stores, choosing the file's best-scoring passage (MaxP). Wall time per query is the client's,

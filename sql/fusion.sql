@@ -235,7 +235,7 @@ BEGIN
             c := 1 - (embeddings[best] <=> embeddings[j]);
             why[best] := CASE WHEN keys[best] = keys[j] THEN 'same text'
                               WHEN length(keys[best]) >= 100 AND strpos(keys[j], keys[best]) > 0 THEN 'contained'
-                              WHEN c >= duplicate_similarity THEN 'cosine' END;
+                              WHEN duplicate_similarity < 1 AND c >= duplicate_similarity THEN 'cosine' END;
             IF why[best] IS NOT NULL THEN
                 fate[best] := -j;
                 sim[best] := dna.score_round(c);
@@ -272,7 +272,8 @@ COMMENT ON FUNCTION dna.diversify(vector[], text[], double precision[], text, do
 '(1 - mmr_lambda) x max cosine to a hit already kept (relevance = the fused score min-max normalised over the '
 'candidates; ties: the better fused rank). Either way a candidate is collapsed into the first kept hit (in place '
 'order) that it duplicates, and never kept: reason ''same text'' (equal text keys), ''contained'' (its text key, '
-'at least 100 characters, is inside the kept one''s: it adds nothing) or ''cosine'' (cosine >= duplicate_similarity). '
+'at least 100 characters, is inside the kept one''s: it adds nothing) or ''cosine'' (cosine >= duplicate_similarity, '
+'when it is below 1: at 1 the text rules alone decide, so two texts an embedder maps to one vector both stay). '
 'Returns one row per candidate it decided, by pos (1-based input position): kept ones with place (1..want, the '
 'order of the answer) and, for mmr, relevance and redundancy (max cosine to the hits placed before, >= 0); '
 'collapsed ones with duplicate_of (the pos of the hit it duplicates), reason and similarity (their cosine; NULL '
@@ -287,8 +288,8 @@ AS $$ SELECT 1.0::float8 $$;
 
 COMMENT ON FUNCTION dna.default_duplicate_similarity() IS
 '1: the cosine between two passage vectors at or above which dna.search (diversity ''collapse'' or ''mmr'', '
-'duplicate_similarity NULL) and dna.recall collapse the lower-ranked passage into the higher one: only identical '
-'vectors, so by default the text rules alone decide (the same dna.text_key, or a text inside the other''s). The '
+'duplicate_similarity NULL) and dna.recall collapse the lower-ranked passage into the higher one: 1 turns the '
+'cosine rule off, so by default the text rules alone decide (the same dna.text_key, or a text inside the other''s). The '
 'cosine rule is asked for by a lower duplicate_similarity (0.9 caught every edited copy of the duplicate set): with '
 'all-MiniLM-L6-v2 two facts that differ by one value are 0.95-0.97 apart (''prod is PostgreSQL 16'' / ''... 17'': '
 '0.969), while a copy under another title is 0.92, so no threshold both catches copies and keeps a newer fact '

@@ -823,7 +823,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'diversity (text, default NULL = ''collapse''; case and blanks ignored): ''collapse'' walks the ranking (documents by '
 'their best passage, or passages) in order and drops every hit whose passage is a near-duplicate of one placed before '
 'it: the same dna.text_key (letters and digits, lower-cased) or a cosine between the stored passage vectors >= '
-'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 1: identical vectors only, so the text '
+'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 1: the cosine rule off, so the text '
 'rules alone by default); ''mmr'' collapses the same way and '
 'orders the rest by Maximal Marginal Relevance over the fused candidates: mmr_lambda (in [0, 1]; NULL: '
 'dna.default_mmr_lambda(), 0.7) x the fused score min-max normalised - (1 - mmr_lambda) x the highest cosine to a hit '

@@ -151,7 +151,7 @@ RecallDiversity = Annotated[Optional[Literal["collapse", "off"]], Field(
                 "off = every memory, duplicates too.")]
 DuplicateSimilarity = Annotated[Optional[float], Field(
     gt=0, le=1, description="The cosine (0-1] between two passages' vectors at or above which the lower-ranked one "
-                            "is a duplicate (e.g. 0.9); omitted = 1, identical vectors only: the text alone decides.")]
+                            "is a duplicate (e.g. 0.9); omitted = 1, the cosine rule off: the text alone decides.")]
 MmrLambda = Annotated[Optional[float], Field(
     ge=0, le=1, description="MMR's relevance weight (0-1; 1 = the ranking as fused): only with diversity mmr, which "
                             "it selects when diversity is omitted; omitted = 0.7.")]

@@ -28,3 +28,14 @@ BEGIN
     END LOOP;
 END
 $$;
+-- The rewrite leaves the tables without statistics, and the dense lane's exact-or-HNSW rule reads the
+-- planner's estimate of a scope: analyzed again here, so no plan waits for autovacuum.
+DO $$
+DECLARE
+    w integer;
+BEGIN
+    FOR w IN SELECT dna.search_widths() LOOP
+        EXECUTE format('ANALYZE dna.%I', 'dna_search_docs_' || w);
+    END LOOP;
+END
+$$;
