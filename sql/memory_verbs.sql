@@ -475,7 +475,8 @@ BEGIN
     -- stays), a memory whose text is a near-duplicate of one above it leaves (dna.diversify: the same
     -- dna.text_key, its text inside the other's, or a cosine >= duplicate_similarity between their vectors;
     -- a past text, ranked by a text its row does not hold, is compared by neither). explain: each hit's
-    -- explain.collapsed names the memories collapsed into it.
+    -- explain.collapsed names the memories collapsed into it. It keeps one more than the page's last rank,
+    -- so next_offset knows whether the ranking goes on.
     IF diversity = 'collapse' AND jsonb_array_length(hits) > 1 THEN
         EXECUTE format(
             'WITH h AS (SELECT e.value AS hit, e.ord::integer AS ord FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
@@ -497,7 +498,7 @@ BEGIN
                         ELSE ''{}''::jsonb END ORDER BY x.place) FILTER (WHERE x.place IS NOT NULL), ''[]''),
                     count(*) FILTER (WHERE x.duplicate_of IS NOT NULL)
              FROM x JOIN p ON p.ord = x.pos', dna.search_table(dna.model_dims(model_id, scope)))
-            INTO hits, collapsed USING hits, scope, model_id, duplicate_similarity, upto, explain IS TRUE;
+            INTO hits, collapsed USING hits, scope, model_id, duplicate_similarity, upto + 1, explain IS TRUE;
     END IF;
 
     top := coalesce((SELECT jsonb_agg(e.value - 'key' ORDER BY e.ord)

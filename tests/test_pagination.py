@@ -41,11 +41,12 @@ def _varied(client, scope: str, n: int) -> list[str]:
     return [it["name"] for it in items]
 
 
-def _recall(sql, scope: str, k: int, offset: int | None = None, decay: str = "written") -> dict:
+def _recall(sql, scope: str, k: int, offset: int | None = None, decay: str = "written",
+            diversity: str | None = None) -> dict:
     extra = ', "offset" => %s' if offset is not None else ""
-    args = (scope, QUERY, QUERY, k, NOW, decay) + ((offset,) if offset is not None else ())
+    args = (scope, QUERY, QUERY, k, NOW, decay, diversity) + ((offset,) if offset is not None else ())
     return sql.execute("SELECT dna.recall(%s, %s, dna.fake_embed(%s), k => %s, reconsolidate => false, now => %s, "
-                       f"decay => %s{extra})", args).fetchone()[0]
+                       f"decay => %s, diversity => %s{extra})", args).fetchone()[0]
 
 
 def _names(answer: dict) -> list[str]:
@@ -64,12 +65,12 @@ def test_recall_pages_over_tied_memories_walk_one_ranking(sql, client):
     """150 tied memories (more than the lanes' depth at k = 10): pages of 10 walk the ranking of one recall
     at k = 150, no memory twice, none left out; next_offset chains them."""
     names = _tied(client, "tied", 150)
-    whole = _names(_recall(sql, "tied", 150))
+    whole = _names(_recall(sql, "tied", 150, diversity="off"))   # one text: collapse would answer it once
     assert sorted(whole) == names and whole == names                   # ties order by name
     for k in (7, 10, 25):
         walked, offset = [], 0
         while offset is not None:
-            page = _recall(sql, "tied", k, offset)
+            page = _recall(sql, "tied", k, offset, diversity="off")
             assert page["offset"] == offset and page["k"] == k
             assert _names(page) == whole[offset:offset + k], (k, offset)
             walked += _names(page)
@@ -115,10 +116,11 @@ def test_recall_offset_out_of_range_is_22023_with_a_hint(sql, k, offset):
 
 def test_recall_pages_through_the_client_and_a_receipt(client):
     _tied(client, "tied", 30)
-    first = client.memory.recall("tied", QUERY, k=10, reconsolidate=False, now=NOW)
-    second = client.memory.recall("tied", QUERY, k=10, offset=first["next_offset"], reconsolidate=False, now=NOW)
+    first = client.memory.recall("tied", QUERY, k=10, reconsolidate=False, now=NOW, diversity="off")
+    second = client.memory.recall("tied", QUERY, k=10, offset=first["next_offset"], reconsolidate=False, now=NOW,
+                                  diversity="off")
     assert [h["name"] for h in second["hits"]] == [f"t{i:03d}" for i in range(10, 20)]
-    kept = client.memory.recall("tied", QUERY, k=10, offset=10, receipt=True, now=NOW)
+    kept = client.memory.recall("tied", QUERY, k=10, offset=10, receipt=True, now=NOW, diversity="off")
     assert [h["name"] for h in kept["hits"]] == [f"t{i:03d}" for i in range(10, 20)] and kept["receipt_id"]
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         client.memory.recall("tied", QUERY, k=10, offset=-3)

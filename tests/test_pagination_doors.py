@@ -26,7 +26,8 @@ MEMORIES = [f"m{i:02d}" for i in range(23)]
 
 
 def _seed(dsn: str, scope: str = SCOPE) -> None:
-    """24 tied documents and 23 tied memories (one text, one time): the order is the names'."""
+    """24 tied documents and 23 tied memories (one text, one time): the order is the names' (the pages ask
+    diversity off: one text is what duplicate collapse answers once)."""
     client = pydna.connect(dsn, embedder=FakeEmbeddingProvider())
     try:
         for name in DOCS:
@@ -60,10 +61,11 @@ def test_rest_pages_search_recall_and_list(door_world):
             return response.json()
 
         docs = _walk(lambda o: ok(client.post("/v1/search", headers=alice,
-                                               json={"query": TEXT, "k": 5, "kinds": ["Doc"], "offset": o})))
+                                               json={"query": TEXT, "k": 5, "kinds": ["Doc"], "offset": o,
+                                                     "diversity": "off"})))
         assert docs == DOCS
         recalled = _walk(lambda o: ok(client.get("/v1/memories/search", headers=alice, params={
-            "q": TEXT, "k": 5, "offset": o, "reconsolidate": "false", "now": NOW.isoformat()})))
+            "q": TEXT, "k": 5, "offset": o, "reconsolidate": "false", "now": NOW.isoformat(), "diversity": "off"})))
         assert recalled == MEMORIES
         listed = _walk(lambda o: ok(client.get("/v1/memories", headers=alice, params={"limit": 5, "offset": o})))
         assert sorted(listed) == MEMORIES and len(listed) == 23
@@ -95,13 +97,14 @@ def test_mcp_pages_search_recall_and_list(door_world):
 
             names, offset = [], 0
             while offset is not None:
-                body = await page("search", query=TEXT, k=7, kinds=["Doc"], offset=offset)
+                body = await page("search", query=TEXT, k=7, kinds=["Doc"], offset=offset, diversity="off")
                 names += [h["name"] for h in body["hits"]]
                 offset = body["next_offset"]
             assert names == DOCS
             names, offset = [], 0
             while offset is not None:
-                body = await page("recall", query=TEXT, k=6, offset=offset, reconsolidate=False, now=NOW.isoformat())
+                body = await page("recall", query=TEXT, k=6, offset=offset, reconsolidate=False, now=NOW.isoformat(),
+                                  diversity="off")
                 names += [h["name"] for h in body["hits"]]
                 offset = body["next_offset"]
             assert names == MEMORIES
@@ -119,15 +122,16 @@ def test_mcp_pages_search_recall_and_list(door_world):
 
 def test_cli_pages_recall_and_list(dna, dna_dsn):
     _seed(dna_dsn, "cli")
-    first = json.loads(dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate",
+    first = json.loads(dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate", "--diversity", "off",
                            "--now", NOW.isoformat(), "--json").stdout)
-    second = json.loads(dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate",
+    second = json.loads(dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate", "--diversity", "off",
                             "--now", NOW.isoformat(), "--offset", first["next_offset"], "--json").stdout)
     assert [h["name"] for h in first["hits"] + second["hits"]] == MEMORIES[:20] and second["offset"] == 10
-    text = dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate",
+    text = dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate", "--diversity", "off",
                "--now", NOW.isoformat(), "--offset", "20").stdout
     assert "3 memories (ranks 21-23)" in text and "21. " in text and "next page" not in text
-    text = dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate").stdout
+    text = dna("recall", TEXT, "--scope", "cli", "--embedder", "fake", "-k", "10", "--no-reconsolidate",
+               "--diversity", "off").stdout
     assert "next page: --offset 10" in text
     listed = dna("list", "--scope", "cli", "--limit", "10", "--offset", "10").stdout
     assert "shown 11-20 of 23; next page: --offset 20" in listed
