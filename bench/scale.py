@@ -1267,7 +1267,12 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
             out["explain"] = explain(qconn, model_id, qids, queries, res["bm25"])
             log(f"  explain: {json.dumps({k: v for k, v in out['explain'].items() if k != 'per_query'})}")
         if not args.no_tantivy:
+            import scale as scale_module   # the module scale_tantivy imports (this file may run as __main__)
             from scale_tantivy import beside_tantivy, ingest_ratio, table as tantivy_table
+
+            if scale_module.PROXY is not PROXY:
+                scale_module.PROXY.clear()
+                scale_module.PROXY.update(PROXY)
 
             log(f"tantivy beside dna.bm25 / dna.search, interleaved ({passes} pass{'es' if passes > 1 else ''}) …")
             qconn.close()   # beside_tantivy opens its own session
