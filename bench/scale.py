@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python bench/scale.py [DATASET_DIR] [--docs 100000,1000000] [--dsn DSN] [--quick]
                           [--batch 10000] [--loaders 2] [--live 5000] [--live-batch 1000] [--single 300]
                           [--passes N] [--oracle N] [--sqlite-queries N] [--no-peers] [--no-floors]
-                          [--no-previous-lane] [--bulk-only] [--tree DIR] [--keep]
+                          [--no-previous-lane] [--no-tantivy] [--tantivy-threads N] [--bulk-only] [--tree DIR] [--keep]
                           [--out bench/results/scale.json]
 
 ``--bulk-only`` stops after the bulk load, its floor and the storage figures (the peers then only load
@@ -107,6 +107,12 @@ because the machine is shared):
   ``dna.index_staged`` in ``--live-batch`` batches, then ``--single`` through ``dna.index_document``
   one statement each; then the budgeted and exact lexical lane again (the memtable now holds the
   live documents) and ``dna.bm25_compact`` once more;
+- beside tantivy (``--no-tantivy`` skips it; ``bench/scale_tantivy.py``), right after the query passes:
+  tantivy (PyPI ``tantivy``, in process, BM25 fixed at k1 1.2 / b 0.75; pydna's k1 / b are printed
+  beside) indexes the same n rows (CPU per document beside pydna's bulk backend CPU and its floor),
+  then ``dna.bm25``, ``dna.search`` lexical, the dense lane, ``dna.search`` hybrid and tantivy are
+  called interleaved query by query, k = 10, with the floors of the same run (the postings
+  ``dna.bm25`` reads summed in one plain statement; the hybrid's two lanes added per query);
 - peers on the same rows and queries, in the same run: bm25s (Lucene BM25, k1/b as pydna's),
   SQLite FTS5 ``bm25()`` and sqlite-vec exact KNN through apsw (as bench/beir.py), their RRF hybrid
   (pydna's fusion defaults), and an exact numpy KNN over the same vectors (the reference for the
@@ -1260,6 +1266,23 @@ def run_size(srv: Server, corpus: Corpus, n: int, model_id: str, qids, queries, 
         if has_function(conn, "bm25_explain"):
             out["explain"] = explain(qconn, model_id, qids, queries, res["bm25"])
             log(f"  explain: {json.dumps({k: v for k, v in out['explain'].items() if k != 'per_query'})}")
+        if not args.no_tantivy:
+            import scale as scale_module   # the module scale_tantivy imports (this file may run as __main__)
+            from scale_tantivy import beside_tantivy, ingest_ratio, table as tantivy_table
+
+            if scale_module.PROXY is not PROXY:
+                scale_module.PROXY.clear()
+                scale_module.PROXY.update(PROXY)
+
+            log(f"tantivy beside dna.bm25 / dna.search, interleaved ({passes} pass{'es' if passes > 1 else ''}) …")
+            qconn.close()   # beside_tantivy opens its own session
+            out["tantivy"] = beside_tantivy(dsn, corpus.docs(0, n), model_id, qids, queries, qvecs, qrels, passes,
+                                            args.tantivy_threads, not args.no_floors, log=log)
+            ingest_ratio(out["tantivy"], out["bulk"], out.get("floor_lexical"))
+            log("  " + tantivy_table(out["tantivy"]).replace("\n", "\n  "))
+            qconn = connect(dsn)
+            cpu = BackendCpu(qconn)
+            modes = pg_modes(qconn, model_id, feats["search_exact"])
         n_oracle = args.oracle if args.oracle is not None else (300 if n <= 200_000 else 100)
         if n_oracle:
             log(f"oracle: exhaustive BM25 from the stored tsvectors, {n_oracle} queries …")
@@ -1420,6 +1443,25 @@ def table_rows(size: dict) -> list[tuple]:
             row(label, f"identical {a['identical_top10']}/{a['queries']}, overlap {a['mean_overlap@10']:.3f}, "
                        f"certified {a['certified_exact']} ({a['certified_but_different']} wrong)"
                        + (f"; dna.search lexical lane (depth 100) certified {lane}" if lane is not None else ""))
+    tv = size.get("tantivy")
+    if tv:
+        for c, r in tv["calls"].items():
+            ra = tv["ratios"].get(f"{c} / tantivy")
+            row(f"beside tantivy, interleaved: {c}" + (" (BM25 k1 1.2, b 0.75)" if c == "tantivy" else ""),
+                f"CPU / tantivy p50 ×{ra['cpu_p50']}, p95 ×{ra['cpu_p95']}" if ra else
+                f"pydna BM25 k1 {tv['bm25']['pydna']['k1']}, b {tv['bm25']['pydna']['b']}",
+                r | {"load1_end": tv["load1_end"]}, system="tantivy" if c == "tantivy" else "pydna")
+        for c, r in tv["floors"].items():
+            ra = r.get("floor / tantivy")
+            row(f"floor, {c}", (f"{r['postings_p50']:,.0f} postings p50, {r['us_per_posting']} µs each; "
+                                f"/ tantivy p50 ×{ra['cpu_p50']}, p95 ×{ra['cpu_p95']}") if ra else "", r)
+        i = tv["ingest"]
+        row(f"ingest load ({i['threads']} writer threads, commit + merges)",
+            f"{i['docs_per_s']:,.0f} docs/s ({i['cpu_us_per_doc']:,.0f} µs CPU/doc)", system="tantivy", load=i["load1_end"])
+        ir = tv.get("ingest_ratio")
+        if ir:
+            row("ingest bulk: backend CPU per document / tantivy's", f"×{ir['pydna / tantivy']}"
+                + (f" (floor, COPY + to_tsvector: ×{ir['floor / tantivy']})" if "floor / tantivy" in ir else ""))
     for name, ing in size.get("peer_ingest", {}).items():
         row("ingest " + (name.split(" ", 1)[1] if " " in name else "load"), rate(ing["docs_per_s"]),
             system=name.split(" ")[0], load=ing["load1_end"])
@@ -1457,6 +1499,9 @@ def main(argv=None) -> int:
                     help="queries checked against exhaustive BM25 in plain SQL from the tsvectors "
                          "(default 300 up to 200k docs, 100 above; 0 = off)")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-tantivy", action="store_true",
+                    help="do not build tantivy beside pydna (bench/scale_tantivy.py: interleaved calls and floors)")
+    ap.add_argument("--tantivy-threads", type=int, default=2, help="tantivy's index writer threads")
     ap.add_argument("--no-previous-lane", action="store_true",
                     help="do not time 0010_scale's lane text (loaded as bench_prev.bm25) beside this checkout's")
     ap.add_argument("--no-floors", action="store_true",
