@@ -78,9 +78,10 @@ def test_upgrade_with_documents_keeps_answers_and_downgrade_keeps_data(empty_dsn
                                      "(SELECT count(*) FROM dna.dna_search_docs_384)").fetchone()
         assert any(before.values())
 
-    migrate.upgrade(empty_dsn)
+    # Up to 0021, the last revision that tokenizes as 0009 did (0022 adds identifier lexemes: scores move).
+    migrate.upgrade(empty_dsn, "0021_holds_in_use")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        assert migrate.current(conn) == migrate.head()
+        assert migrate.current(conn) == "0021_holds_in_use"
         _postings_are_exact(conn)
         storage = conn.execute("SELECT dna.bm25_storage('m')").fetchone()[0]
         assert storage["memtable_documents"] == 0 and storage["segments"] >= 1   # sealed by the upgrade
@@ -96,6 +97,15 @@ def test_upgrade_with_documents_keeps_answers_and_downgrade_keeps_data(empty_dsn
         conn.execute("SELECT dna.bm25_compact()")
         _postings_are_exact(conn)
         after_write = {(q, t): _top10(conn, q, t) for q in QUERIES[:3] for t in ("", "acme")}
+
+    migrate.upgrade(empty_dsn)           # to head: re-tokenized, still exact and sealed, nothing lost
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert migrate.current(conn) == migrate.head()
+        _postings_are_exact(conn)
+        storage = conn.execute("SELECT dna.bm25_storage('m')").fetchone()[0]
+        assert storage["memtable_documents"] == 0 and storage["segments"] >= 1   # sealed again by 0022
+        assert conn.execute("SELECT (SELECT count(*) FROM dna.dna_instances), (SELECT count(*) FROM dna.dna_versions), "
+                            "(SELECT count(*) FROM dna.dna_search_docs_384)").fetchone()[2] == counts_before[2] + 1
 
     migrate.downgrade(empty_dsn, "0009_tenancy")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:

@@ -39,3 +39,23 @@ BEGIN
     END LOOP;
 END
 $$;
+-- The re-tokenizations of this revision (topic identifiers' UPDATEs, the rebuild above) re-index the rows
+-- they change into their partitions' memtables, which every query reads whole: a partition where a row left
+-- a segment for the memtable (its tombstone is there) has its memtable sealed into a segment again, as the
+-- row was before the upgrade (dna.bm25_seal, under the partition's exclusive lock as dna.bm25_compact takes
+-- it). Other memtables are left as they were.
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT DISTINCT d.scope, d.model_id, d.tenant FROM dna.dna_bm25_docs AS d
+             WHERE d.seg_id IS NULL
+               AND EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
+                           WHERE t.scope = d.scope AND t.model_id = d.model_id AND t.tenant = d.tenant
+                             AND t.doc_id = d.doc_id)
+             ORDER BY 1, 2, 3 LOOP
+        PERFORM pg_advisory_xact_lock(dna.bm25_lock_key(p.scope, p.model_id, p.tenant));
+        PERFORM dna.bm25_seal(p.scope, p.model_id, p.tenant);
+    END LOOP;
+END
+$$;
