@@ -146,13 +146,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- heading lines out (a passage starts with its section's heading, which a copy in another file does
     -- not share): an RST or setext title with its underline, a bare adornment line (an overline), a
-    -- Markdown ATX heading; then every run of characters other than letters and digits one space
-    SELECT nullif(' ' || btrim(regexp_replace(lower(
+    -- Markdown ATX heading; then every run of characters other than letters and digits one space. A
+    -- passage that is nothing but headings (a section cut off before its text) is keyed by them.
+    SELECT coalesce(
+        nullif(' ' || btrim(regexp_replace(lower(
                regexp_replace(regexp_replace(regexp_replace(coalesce(body, ''),
                    '^[^\n]*\n([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
                    '^([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
                    '^[ \t]{0,3}#{1,6}([ \t][^\n]*)?$', '', 'gn')),
-               '[^[:alnum:]]+', ' ', 'g')) || ' ', '  ')
+               '[^[:alnum:]]+', ' ', 'g')) || ' ', '  '),
+        nullif(' ' || btrim(regexp_replace(lower(coalesce(body, '')), '[^[:alnum:]]+', ' ', 'g')) || ' ', '  '))
 $$;
 
 COMMENT ON FUNCTION dna.text_key(text) IS
@@ -160,7 +163,8 @@ COMMENT ON FUNCTION dna.text_key(text) IS
 'underline, an adornment line, a Markdown ATX heading: a passage begins with its own section''s heading, which a '
 'copy in another file does not share), lower-cased, every run of characters other than letters and digits one '
 'space (Markdown or RST marks, punctuation and line breaks do not tell copies apart), with one space before and '
-'after (so that a containment is of whole words). NULL for a text with no letter or digit. Pure.';
+'after (so that a containment is of whole words). A text that is only headings (a section cut off before its '
+'text) is keyed by its headings the same way. NULL for a text with no letter or digit. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.diversify(
     embeddings vector[], texts text[], scores double precision[],

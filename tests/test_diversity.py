@@ -255,3 +255,13 @@ def test_many_copies_still_give_k_hits_past_the_first_candidates(dna_dsn):
                     seen.add(key)
                     walk.append(name)
             assert got == walk[offset:offset + k] and len(got) == k
+
+
+def test_a_passage_of_headings_alone_collapses_with_its_copy(sql):
+    """A section cut off before its text (RST title and underline only: release notes repeating a CVE's
+    heading) is keyed by its heading, so its copy in another file collapses; text keys as before otherwise."""
+    rst = "CVE-2023-43665: Denial-of-service possibility in ``django.utils.text.Truncator``\n" + "=" * 79 + "\n"
+    assert sql.execute("SELECT dna.text_key(%s) = dna.text_key(%s)", (rst, rst.replace("=", "~"))).fetchone()[0]
+    assert sql.execute("SELECT dna.text_key(%s)", (rst,)).fetchone()[0].startswith(" cve 2023 43665 denial ")
+    assert sql.execute("SELECT dna.text_key(%s)", ("Title\n=====\n\nBody text.",)).fetchone()[0] == " body text "
+    assert sql.execute("SELECT dna.text_key('  ... ')").fetchone()[0] is None
