@@ -425,9 +425,9 @@ def list_cmd(
                   f"{_short(m.get('summary') or m.get('title'))}", markup=False)
     if offset or result.get("next_offset") is not None:
         shown = len(result["memories"])
-        out.print(f"shown {offset + 1 if shown else offset}-{offset + shown} of {total}"
-                  + (f"; next page: --offset {result['next_offset']}" if result.get("next_offset") is not None else ""),
-                  style="dim", markup=False)
+        window = f"shown {offset + 1}-{offset + shown} of {total}" if shown else f"none past {offset} of {total}"
+        out.print(window + (f"; next page: --offset {result['next_offset']}"
+                            if result.get("next_offset") is not None else ""), style="dim", markup=False)
 
 
 @memory_app.command("consolidate")

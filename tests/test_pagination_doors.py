@@ -135,6 +135,7 @@ def test_cli_pages_recall_and_list(dna, dna_dsn):
     assert "next page: --offset 10" in text
     listed = dna("list", "--scope", "cli", "--limit", "10", "--offset", "10").stdout
     assert "shown 11-20 of 23; next page: --offset 20" in listed
+    assert "none past 50 of 23" in dna("list", "--scope", "cli", "--limit", "10", "--offset", "50").stdout
     page = json.loads(dna("list", "--scope", "cli", "--limit", "10", "--offset", "20", "--json").stdout)
     assert len(page["memories"]) == 3 and page["next_offset"] is None
     bad = dna("list", "--scope", "cli", "--offset", "-1", code=1)
