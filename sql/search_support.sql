@@ -264,7 +264,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT m.t, count(*)::integer
     FROM (SELECT x[1] AS t
-          FROM regexp_matches(coalesce(body, ''),
+          -- a dot that opens a name (Sphinx's :meth:`.QuerySet.select_for_update`) is not part of it
+          FROM regexp_matches(regexp_replace(coalesce(body, ''), '(^|[^A-Za-z0-9_.])\.(?=[A-Za-z_])', '\1 ', 'g'),
                               '(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)', 'g') AS x) AS m
     WHERE (strpos(m.t, '_') > 0 AND m.t ~ '[A-Za-z0-9]')                  -- snake_case, _private, __init__
        OR (strpos(m.t, '.') > 0 AND m.t !~ '(^|\.)[A-Za-z0-9_](\.|$)')   -- dotted.names (not e.g, x.y, H2A.Z)
@@ -274,7 +275,8 @@ $$;
 
 COMMENT ON FUNCTION dna.identifier_tokens(text) IS
 'The identifiers of a text and how often each occurs: ASCII tokens [A-Za-z_][A-Za-z0-9_]* joined by '
-'dots, not preceded by a letter, digit, _ or ., that hold an underscore (snake_case, _private), dots '
+'dots, not preceded by a letter, digit, _ or . (a dot that opens a name, as in Sphinx''s .QuerySet.select_for_update, '
+'is not part of it), that hold an underscore (snake_case, _private), dots '
 'between segments of 2+ characters each (dotted.names; not e.g., x.y or H2A.Z), or a lower-case letter, a '
 'capital and 2+ lower-case letters (CamelCase, getElementById; not mRNA, HeLa, TatAd, IFNgamma or ATPase, '
 'whose parts would be guesses). NULL: no rows. Pure.';

@@ -79,6 +79,19 @@ def test_identifier_lexemes_are_whole_and_parts(sql):
                                            (prose,)).fetchone()[0])
 
 
+def test_a_name_opened_by_a_dot_is_an_identifier(sql):
+    """Sphinx writes :meth:`.QuerySet.select_for_update()` and ``.transaction.on_commit``: the opening dot
+    is not part of the name (before, the whole name was skipped and only the parser's lexemes stayed)."""
+    lexemes = lambda t: set(sql.execute("SELECT tsvector_to_array(dna.text_tsvector('english', %s))",  # noqa: E731
+                                        (t,)).fetchone()[0])
+    assert {"queryset.select_for_update", "select_for_update", "queryset", "select"} \
+        <= lexemes(":meth:`.QuerySet.select_for_update()`")
+    assert {"transaction.on_commit", "on_commit"} <= lexemes("see .transaction.on_commit for hooks")
+    assert "select_for_update" in lexemes("the .select_for_update method")
+    assert lexemes("a sentence. Then .5 of it") == set(sql.execute(      # a full stop or a decimal: nothing added
+        "SELECT tsvector_to_array(to_tsvector('english', 'a sentence. Then .5 of it'))").fetchone()[0])
+
+
 def test_identifier_positions_count_occurrences(sql):
     tsv = dict(sql.execute("SELECT lexeme, cardinality(positions) FROM unnest(dna.text_tsvector('english', "
                            "'on_commit here, on_commit there, commit'))").fetchall())
