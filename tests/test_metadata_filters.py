@@ -473,7 +473,7 @@ def prop(pg_server, dna_template):
 
 def _lanes(conn, query, filt):
     rows = conn.execute("SELECT name, rank_dense, rank_lexical FROM dna.search('prop', %s, dna.fake_embed(%s), %s, "
-                        "k => 1000, candidates => 10000, exact => true, filter => %s)",
+                        "k => 1000, candidates => 10000, exact => true, filter => %s, diversity => 'off')",
                         (query, query, MODEL, Jsonb(filt) if filt is not None else None)).fetchall()
     dense = [n for n, r, _ in sorted((r for r in rows if r[1] is not None), key=lambda r: r[1])]
     lexical = [n for n, _, r in sorted((r for r in rows if r[2] is not None), key=lambda r: r[2])]

@@ -98,7 +98,7 @@ def test_db_upgrade_sql_prints_the_delta_from_the_databases_revision(runner, emp
     assert "Running upgrade 0018" not in delta.stdout
     assert f"version_num='{migrate.head()}'" in delta.stdout
     whole = _invoke(runner, "db", "upgrade", "--sql").stdout                # no database: from empty
-    assert "CREATE TABLE dna.dna_search_docs_384" in whole and len(delta.stdout) < len(whole) / 5
+    assert "CREATE TABLE dna.dna_search_docs_384" in whole and len(delta.stdout) < len(whole) / 3
     named = _invoke(runner, "db", "upgrade", "--sql", "--from", "0019_where_users_run").stdout
     assert named == delta.stdout
     migrate.upgrade(empty_dsn, "head")
