@@ -573,14 +573,15 @@ BEGIN
     -- hits as the walk of all of them whenever it keeps offset + k: only when it does not (many duplicates)
     -- is the whole ranking read (its vectors and texts: ~200 rows at k = 10). MMR weighs every candidate.
     ELSE format(
-        'pool AS MATERIALIZED (
+        'candidate AS NOT MATERIALIZED (             -- each reference reads only the rows it asks for
              SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
                     CASE WHEN NOT k.past THEN doc.body END AS body
              FROM ranked AS r
              CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
              LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
-                                AND doc.tenant = r.tenant AND doc.passage = r.passage
-             WHERE $41 = ''collapse'' AND r.pos <= 2 * ($11 + $22) + 8),
+                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
+         pool AS MATERIALIZED (
+             SELECT c.* FROM candidate AS c WHERE $41 = ''collapse'' AND c.pos <= 2 * ($11 + $22) + 8),
          walked AS MATERIALIZED (
              SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM pool AS p ORDER BY p.pos),
                                            ARRAY(SELECT p.body FROM pool AS p ORDER BY p.pos),
@@ -589,13 +590,7 @@ BEGIN
          enough AS (SELECT $41 = ''collapse''
                            AND ((SELECT count(*) FROM walked AS w WHERE w.place IS NOT NULL) >= $11 + $22
                                 OR (SELECT count(*) FROM ranked) <= 2 * ($11 + $22) + 8) AS ok),
-         whole AS MATERIALIZED (
-             SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
-                    CASE WHEN NOT k.past THEN doc.body END AS body
-             FROM ranked AS r
-             CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
-             LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
-                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
+         whole AS MATERIALIZED (SELECT c.* FROM candidate AS c),
          picked AS MATERIALIZED (
              SELECT w.* FROM walked AS w WHERE (SELECT e.ok FROM enough AS e)
              UNION ALL
