@@ -482,7 +482,7 @@ BEGIN
             'WITH h AS (SELECT e.value AS hit, e.ord::integer AS ord FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
              p AS MATERIALIZED (
                  SELECT h.ord, h.hit, CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.embedding END AS embedding,
-                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.body END AS body
+                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL AND dna.collapses_by_text(h.hit ->> ''kind'') THEN d.body END AS body
                  FROM h LEFT JOIN %s AS d ON d.scope = $2 AND d.model_id = $3 AND d.kind = h.hit ->> ''kind''
                                          AND d.name = h.hit ->> ''name'' AND d.tenant = h.hit ->> ''tenant'' AND d.passage = 0),
              x AS MATERIALIZED (
@@ -670,7 +670,7 @@ COMMENT ON FUNCTION dna.recall(text, text, vector, text, text[], integer, text, 
 'blanks ignored) and duplicate_similarity (cosine in (0, 1]; NULL: dna.default_duplicate_similarity(), 1, the text '
 'rules alone: two facts that differ by one value are ~0.97 apart): after '
 'the re-score, in recall''s order, a memory whose text is a near-duplicate of one ranked above it (dna.diversify: the '
-'same dna.text_key, its text of >= 100 characters inside the other''s, or that cosine between their vectors; a past '
+'same dna.text_key, its text of >= 100 characters inside the other''s (neither for a Turn: dna.collapses_by_text), or that cosine between their vectors; a past '
 'text by neither) leaves the answer, so the one of better standing stays (dna.search runs with diversity => ''off'' '
 'for the pool); explain names on each hit the memories collapsed into it (explain.collapsed [{kind, name, tenant, '
 'score, rank, reason, similarity}]) and on the answer explain.diversity {method, duplicate_similarity, text_key, '

@@ -575,7 +575,7 @@ BEGIN
     ELSE format(
         'candidate AS NOT MATERIALIZED (             -- each reference reads only the rows it asks for
              SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
-                    CASE WHEN NOT k.past THEN doc.body END AS body
+                    CASE WHEN NOT k.past AND dna.collapses_by_text(r.kind) THEN doc.body END AS body
              FROM ranked AS r
              CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
              LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
@@ -817,7 +817,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'Malformed: 22023 with a hint naming the place (dna.filter_sql), 22001 over 65536 bytes. '
 'diversity (text, default NULL = ''collapse''; case and blanks ignored): ''collapse'' walks the ranking (documents by '
 'their best passage, or passages) in order and drops every hit whose passage is a near-duplicate of one placed before '
-'it: the same dna.text_key (letters and digits, lower-cased) or a cosine between the stored passage vectors >= '
+'it: the same dna.text_key (letters and digits, lower-cased; not for a Turn: dna.collapses_by_text) or a cosine between the stored passage vectors >= '
 'duplicate_similarity (in (0, 1]; NULL: dna.default_duplicate_similarity(), 1: the cosine rule off, so the text '
 'rules alone by default); ''mmr'' collapses the same way and '
 'orders the rest by Maximal Marginal Relevance over the fused candidates: mmr_lambda (in [0, 1]; NULL: '
