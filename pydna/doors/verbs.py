@@ -131,8 +131,8 @@ def missing_scope(conn: psycopg.Connection, scope: str) -> None:
                                    (scope, scope)).fetchone()
     if not exists:
         raise DoorError(404, f"scope {scope!r} has no documents or memories you can see; nearest scopes: {nearest}",
-                        hint="a write (remember) creates a scope; a read names one that exists "
-                             "(GET /v1/scopes is not a door: dna scopes lists them)", extra={"field": "scope"})
+                        hint="a read names a scope that exists (`dna scopes` lists them); a write (remember) "
+                             "creates one", extra={"field": "scope"})
 
 
 def utc(value: datetime | None) -> datetime | None:
