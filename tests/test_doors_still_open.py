@@ -64,7 +64,7 @@ def test_rest_refuses_reads_of_a_scope_that_does_not_exist(door_world):
         assert empty.status_code == 200 and empty.json()["memories"] == []
 
 
-def test_mcp_refuses_reads_of_a_missing_scope_and_logs_the_refused_argument(door_world, caplog):
+def test_mcp_refuses_reads_of_a_scope_that_does_not_exist(door_world):
     server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
 
     async def main():
@@ -81,12 +81,25 @@ def test_mcp_refuses_reads_of_a_missing_scope_and_logs_the_refused_argument(door
                 assert refused.structured_content["error"]["status"] == 404
                 found = await alice.call_tool(tool, {**args, "scope": "deployments"})
                 assert not found.is_error, (tool, found.content)
+    try:
+        anyio.run(main)
+    finally:
+        door.close()
+
+
+def test_mcp_logs_the_name_of_a_refused_argument(door_world, caplog):
+    """The SDK logs the locations of a refusal; the strict argument models put each unknown argument at its
+    own (before: one error at the model, logged as ``rejected arguments: ['']``)."""
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as alice:
             with caplog.at_level(logging.INFO):
                 text = await alice.call_tool("remember", {"text": "Deploys happen on Thursdays"})
             assert text.is_error and "unknown argument 'text' (did you mean 'summary'?)" in text.content[0].text
-            assert "Thursdays" not in text.content[0].text          # the refused value is not echoed
             logged = [r.getMessage() for r in caplog.records if "rejected arguments" in r.getMessage()]
             assert logged and "['text']" in logged[-1], logged
+            assert "Thursdays" not in text.content[0].text          # nor is the refused value echoed (it was)
     try:
         anyio.run(main)
     finally:
