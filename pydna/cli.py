@@ -26,6 +26,7 @@ This module only builds the top-level group and mounts the commands; they live i
 from __future__ import annotations
 
 import copy
+import re
 from typing import Annotated, Any, Optional
 
 import typer
@@ -88,6 +89,29 @@ def _name_the_meant_option(exc: BaseException) -> None:
         exc.possibilities = possibilities[:1]
 
 
+#: Commands other tools name otherwise: an unknown command among these suggests ours when the group has it
+#: (``dna db down`` → "Did you mean 'stop'?", ``dna db start`` → 'up'), as typer's spelling suggestion does for ``dna db stat``.
+COMMAND_SYNONYMS = {"down": "stop", "halt": "stop", "kill": "stop", "shutdown": "stop", "start": "up", "run": "up",
+                    "boot": "up", "launch": "up", "state": "status", "info": "status",
+                    "migrate": "upgrade", "ls": "list", "find": "search", "query": "search", "rm": "revoke",
+                    "delete": "revoke", "new": "create", "add": "create"}
+_NO_SUCH_COMMAND = re.compile(r"^(?P<head>No such command '(?P<name>[^']*)')\.(?: Did you mean .*)?$")
+
+
+def _name_the_meant_command(exc: BaseException) -> None:
+    """An unknown command that another tool's name for one of the group's (:data:`COMMAND_SYNONYMS`)
+    gets click's message with the command meant: ``No such command 'down'. Did you mean 'stop'?`` (in place
+    of typer's guess by spelling: ``start`` is nearer ``status`` than ``up``)."""
+    message = getattr(exc, "message", None)
+    m = _NO_SUCH_COMMAND.match(message) if isinstance(message, str) else None
+    group = getattr(getattr(exc, "ctx", None), "command", None)
+    if m is None or group is None:
+        return
+    meant = COMMAND_SYNONYMS.get(m.group("name").lower())
+    if meant is not None and meant in getattr(group, "commands", {}):
+        exc.message = f"{m.group('head')}. Did you mean {meant!r}?"   # in place of a spelling's guess
+
+
 class DnaGroup(TyperGroup):
     """The top-level group: turns known errors of any sub-command into one red line and exit 1,
     and lets every sub-command take the global options (:data:`GLOBAL_OPTIONS`)."""
@@ -101,6 +125,7 @@ class DnaGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, _CLICK_ERROR) as exc:  # typer's own handling: usage errors, exits
             _name_the_meant_option(exc)
+            _name_the_meant_command(exc)
             raise
         except Exception as exc:
             message = describe_error(exc)

@@ -222,16 +222,63 @@ def _jsonl_records(path: Path, kind: str, tenant: str, fmt: str = "auto") -> Ite
                      metadata=metadata), where
 
 
-def glob_match(rel: str, pattern: str) -> bool:
-    """Whether a path relative to the folder given (``ref/models/querysets.txt``) matches ``pattern``:
-    as a whole (``ref/*``, ``**/*.txt``; ``*`` crosses folders, as fnmatch does), or by its file name
-    alone when the pattern has no ``/`` (``*.rst``, ``README``)."""
-    from fnmatch import fnmatchcase
+def glob_regex(pattern: str) -> "re.Pattern[str]":
+    """``pattern`` as a regular expression over a ``/``-separated relative path, as shells and
+    ``.gitignore`` read globs: ``*`` and ``?`` stay within one folder (``[^/]*``, ``[^/]``), ``**`` crosses
+    folders (``a/**/b`` also matches ``a/b``, ``**/x`` also ``x``, ``a/**`` everything under ``a``),
+    ``[abc]`` / ``[!abc]`` are character classes; everything else is literal. (fnmatch's ``*`` crosses
+    ``/``; ``PurePath.full_match`` reads globs so only from Python 3.13.)"""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            j = i + 2
+            at_start = i == 0 or pattern[i - 1] == "/"
+            if at_start and j < n and pattern[j] == "/":
+                out.append("(?:[^/]*(?:/[^/]*)*/)?")     # **/ : any folders, or none
+                i = j + 1
+            else:
+                out.append(".*")
+                i = j
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = i + 1
+            if j < n and pattern[j] in "!^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:                                   # no closing bracket: a literal [
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = pattern[i + 1:j]
+            neg = body[:1] in ("!", "^")
+            body = body[1:] if neg else body
+            out.append("[" + ("^/" if neg else "") + body.replace("\\", "\\\\") + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.S)
 
+
+def glob_match(rel: str, pattern: str) -> bool:
+    """Whether a path relative to the folder given (``ref/models/querysets.txt``) matches ``pattern``
+    (:func:`glob_regex`: ``*`` stops at ``/``, ``**`` crosses it): as a whole (``ref/*`` = the files
+    directly in ``ref``, ``ref/**`` = all under it, ``**/*.txt``), or by its file name alone when the
+    pattern has no ``/`` (``*.rst``, ``README``)."""
     pattern = pattern.removeprefix("./")
     if "/" not in pattern:
-        return fnmatchcase(rel.rsplit("/", 1)[-1], pattern) or fnmatchcase(rel, pattern)
-    return fnmatchcase(rel, pattern) or (pattern.startswith("**/") and fnmatchcase(rel, pattern[3:]))
+        rx = glob_regex(pattern)
+        return rx.match(rel.rsplit("/", 1)[-1]) is not None or rx.match(rel) is not None
+    return glob_regex(pattern).match(rel) is not None
 
 
 def _walk(directory: Path, include: list[str] | None = None,

@@ -288,11 +288,13 @@ def index(
         show_default=True)] = "auto",
     include: Annotated[Optional[List[str]], typer.Option(
         "--include", help="In directories, only files matching this glob (repeatable; a name glob such as "
-                          "'*.rst', or a path relative to the folder such as 'ref/*'; then any text file).",
+                          "'*.rst', or a path relative to the folder: '*' stays in one folder, 'ref/*' = the "
+                          "files directly in ref, '**' crosses folders, 'ref/**' = all under ref, "
+                          "'**/*.txt'; then any text file).",
         show_default=False)] = None,
     exclude: Annotated[Optional[List[str]], typer.Option(
         "--exclude", help="In directories, leave out files matching this glob (repeatable; wins over --include; "
-                          "e.g. 'releases/*').", show_default=False)] = None,
+                          "globs as --include's, e.g. 'releases/**').", show_default=False)] = None,
     embedder: EmbedderOpt = EmbedderName.auto,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:

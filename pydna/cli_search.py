@@ -152,11 +152,7 @@ def recall(
         out.print(_hit_head(i, h, width))
         body = _hit_text(h)
         if body:
-            lines = textwrap.wrap(body, width=width - 4) or [""]
-            if len(lines) > SNIPPET_LINES:
-                lines = lines[:SNIPPET_LINES]
-                lines[-1] = lines[-1][: width - 5].rstrip() + "…"
-            for line in lines:
+            for line in snippet_lines(body, query, width - 4):
                 out.print(_marked("    " + line))
         if scores:
             out.print(Text("    " + _scores(h), style="dim"))
@@ -205,6 +201,47 @@ def _hit_text(h) -> str:
     from pydna.passages import plain_markup
 
     return " ".join(plain_markup(" ".join(lines)).split())   # RST roles, adornments, directives as prose
+
+
+#: An identifier of a query: snake_case, dotted.names, CamelCase (as dna.text_tsvector reads them).
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:[._]\w+)+|_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*")
+
+
+def query_identifiers(query: str) -> list[str]:
+    """The identifiers a query names (``on_commit``, ``transaction.on_commit``, ``QuerySet``), lower-cased."""
+    return [m.group(0).strip("._").lower() for m in _IDENTIFIER.finditer(query) if m.group(0).strip("._")]
+
+
+def snippet_lines(body: str, query: str, width: int) -> list[str]:
+    """At most :data:`SNIPPET_LINES` lines of ``body`` wrapped to ``width``: its first lines, unless the
+    query names an identifier that they do not hold and a later line does (a mark ``«…»`` holding the
+    whole identifier, else the identifier in the text): then the window opens on the line before that
+    one, marked ``…`` (a highlight that marks the parts first — «commits» for ``on_commit`` — would
+    otherwise show only the parts). A cut end is marked ``…`` too."""
+    lines = textwrap.wrap(body, width=width) or [""]
+    if len(lines) <= SNIPPET_LINES:
+        return lines
+    start = 0
+    idents = query_identifiers(query)
+    if idents:
+        def marked(line: str) -> bool:
+            return any(i in m.lower() for m in _MARK.findall(line) for i in idents)
+
+        def written(line: str) -> bool:
+            return any(i in line.lower() for i in idents)
+
+        for holds in (marked, written):
+            first = next((n for n, line in enumerate(lines) if holds(line)), None)
+            if first is not None:
+                if first >= SNIPPET_LINES:
+                    start = min(first - 1, len(lines) - SNIPPET_LINES)
+                break
+    shown = lines[start:start + SNIPPET_LINES]
+    if start:
+        shown[0] = "…" + shown[0]
+    if start + SNIPPET_LINES < len(lines):
+        shown[-1] = shown[-1][: width - 1].rstrip() + "…"
+    return shown
 
 
 def _marked(line: str) -> Text:

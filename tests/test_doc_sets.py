@@ -109,3 +109,42 @@ def test_format_overrides_the_guess_and_globs_choose_files(run, tmp_path, sql):
     assert all(r[3] is None for r in _rows(sql, "plain"))                   # and not cut at titles
     bad = run("index", d, "--scope", "x", *FAKE, "--format", "word", code=1)
     assert "--format must be one of auto, markdown, rst, text" in bad.stderr
+
+
+#: A Sphinx page whose section title is directly followed by a subsection whose first paragraph fills a window.
+TITLES_ALONE = ("Cache\n=====\n\nSetting up the cache\n--------------------\n\n"
+                + " ".join(["memcached keeps entries in memory"] * 22) + "\n\n"
+                + "Memcached is an entirely memory-based cache server. " * 20
+                + "\n\nThe per-view cache\n------------------\n\n" + "Cache the output of views with cache_page. " * 30 + "\n")
+
+
+def test_no_passage_is_titles_alone_and_a_new_splitter_re_splits(run, tmp_path, sql, monkeypatch):
+    """A window holding only section titles ("Cache\\n=====", before: a passage with heading "Cache", whose
+    title words counted twice with the heading context) is folded into the next passage's heading path;
+    the splitter's fingerprint says so, so a folder indexed before is split again, and then unchanged."""
+    import pydna.passages
+
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "cache.txt").write_text(TITLES_ALONE, encoding="utf-8")
+    real, fold = pydna.passages.splitter_fingerprint, pydna.passages.fold_heading_only
+    monkeypatch.setattr(pydna.passages, "splitter_fingerprint", lambda: real().split("; title-only")[0])
+    monkeypatch.setattr(pydna.passages, "fold_heading_only", lambda text, heads, spans: spans)
+    run("index", d, "--scope", "titles", *FAKE)                         # as indexed by the splitter before
+    before = sql.execute("SELECT heading FROM dna.dna_search_docs_384 WHERE scope = 'titles' AND passage = 0"
+                         ).fetchone()[0]
+    assert before == "Cache"                                            # the title alone was a passage
+    monkeypatch.setattr(pydna.passages, "splitter_fingerprint", real)
+    monkeypatch.setattr(pydna.passages, "fold_heading_only", fold)
+    again = json.loads(run("index", d, "--scope", "titles", *FAKE, "--json").stdout)
+    assert again["unchanged"] == 0 and again["updated"] == 1            # another splitter: split again
+    rows = _rows(sql, "titles")
+    assert [r[2] for r in rows] == list(range(len(rows)))
+    texts = sql.execute("SELECT passage, body, heading FROM dna.dna_search_docs_384 WHERE scope = 'titles' "
+                        "ORDER BY passage").fetchall()
+    assert texts[0][2] == "Cache > Setting up the cache" and "memcached keeps" in texts[0][1]
+    assert not any(body.strip() in ("Cache\n=====", "Cache") for _, body, _ in texts)
+    same = json.loads(run("index", d, "--scope", "titles", *FAKE, "--json").stdout)
+    assert same["unchanged"] == 1 and same["updated"] == 0
+    hits = json.loads(run("search", "cache", "--scope", "titles", *FAKE, "--json").stdout)["hits"]
+    assert hits and hits[0]["heading"] != "Cache"

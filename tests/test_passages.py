@@ -14,7 +14,8 @@ from pgvector.psycopg import register_vector
 
 import pydna
 from test_bulk_ingest import CountingEmbedder  # the fake embedder, counting what it embeds
-from pydna.passages import PassageSplitter, heading_path, markdown_headings, rst_headings, text_format
+from pydna.passages import (PassageSplitter, fold_heading_only, heading_path, headings_only, markdown_headings,
+                            rst_headings, splitter_fingerprint, text_format)
 
 MODEL = "dna-fake-hash-v1"
 
@@ -191,11 +192,43 @@ def test_passages_are_spans_of_the_text_with_their_heading_path(text, fmt):
     covered = set()
     for p in parts:
         covered.update(range(p.char_start, p.char_end))
-    assert all(i in covered for i, c in enumerate(text) if not c.isspace())   # nothing dropped
+    left = "".join(c if i not in covered else "\n" for i, c in enumerate(text))
+    titles = {h.title for h in (markdown_headings(text) if fmt == "markdown" else rst_headings(text))}
+    assert headings_only(left, titles) if fmt != "text" else not left.strip()  # only titles folded away
     if fmt != "text":
         errors = [p for p in parts if "EADDRINUSE" in p.text]
         assert errors and all(p.heading.endswith("Errors") for p in errors)
         assert errors[0].heading == "Tool > Errors"
+
+
+#: A section's title directly followed by its first subsection's, whose first window is full: before, the
+#: section's title was a passage of its own ("Cache\n=====", 11 characters, path "Cache").
+FULL_FIRST = ("Cache\n=====\n\nSetting up the cache\n--------------------\n\n"
+              + " ".join(["memcached keeps entries in memory"] * 22) + "\n\n"
+              + "Memcached is an entirely memory-based cache server. " * 20
+              + "\n\nThe per-view cache\n------------------\n\n" + "Cache the output of views with cache_page. " * 30 + "\n")
+
+
+@pytest.mark.parametrize("text, fmt", [
+    (FULL_FIRST, "rst"),
+    (FULL_FIRST.replace("Cache\n=====", "# Cache").replace("Setting up the cache\n--------------------",
+                                                          "## Setting up the cache")
+     .replace("The per-view cache\n------------------", "## The per-view cache"), "markdown")])
+def test_a_window_of_titles_alone_is_folded_into_the_next_passages_heading_path(text, fmt):
+    parts = PassageSplitter(None).split(text, fmt)
+    heads = rst_headings(text) if fmt == "rst" else markdown_headings(text)
+    for p in parts:
+        inside = {h.title for h in heads if p.char_start <= h.start < p.char_end}
+        assert not (inside and headings_only(p.text, inside)), p          # every passage holds body text
+    assert [p.ordinal for p in parts] == list(range(len(parts)))
+    assert "memcached keeps" in parts[0].text and parts[0].heading.startswith("Cache")
+    if fmt == "rst":                                  # Markdown's splitter keeps the two titles with the text
+        assert parts[0].heading == "Cache > Setting up the cache" and parts[0].text.startswith("Setting up")
+    assert fold_heading_only("T\n=\n", rst_headings("T\n=\n"), [(0, 4)]) == [(0, 4)]   # the last window stays
+    # an empty section followed by a sibling keeps its title (the next path does not hold it)
+    sibling = "A\n=\n\nB\n=\n\nbody"
+    assert fold_heading_only(sibling, rst_headings(sibling), [(0, 4), (5, len(sibling))]) == [(0, 4), (5, len(sibling))]
+    assert "title-only windows folded" in splitter_fingerprint()          # so `dna index` re-splits
 
 
 def test_headings_markdown_rst_and_path():

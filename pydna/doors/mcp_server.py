@@ -9,10 +9,11 @@ Identity is the database role of the server's own connection (the DSN it was sta
 never takes an identity, and ``personal: true`` is that role's personal memory, resolved by the
 database. A database error comes back as a tool error (``is_error``) whose text starts with
 ``SQLSTATE <code>: <message>`` and whose structured content is ``{"error": {status, sqlstate,
-message, detail?, hint?}}``. Embeddings are the client's: ONNX all-MiniLM-L6-v2 offline by default
+message, detail?, hint?}}``. A read (search, recall, list_memories) of a scope under which no row the
+role can see stands is a tool error naming the nearest scopes (status 404), unless it is the server's
+default scope (``--scope``); a write (remember) creates its scope. Embeddings are the client's: ONNX all-MiniLM-L6-v2 offline by default
 (``--embedder`` as for the other commands).
 """
-import difflib
 import sys
 import threading
 from typing import Annotated, Any, Callable, Optional
@@ -21,10 +22,11 @@ import psycopg
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pgvector.psycopg import register_vector
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pydna.doors import fields as f
-from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error
+from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error, unknown_names_message
 from pydna.embeddings.base import EmbeddingPort
 
 DEFAULT_SCOPE = "default"
@@ -62,6 +64,8 @@ class Door:
                     return verb(Verbs(self.template, conn))
             except psycopg.Error as exc:
                 return tool_error(door_error(exc))
+            except DoorError as err:          # a refusal of the door's own (a read of a scope that does not exist)
+                return tool_error(err)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -95,6 +99,10 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     def scope_of(value: str | None) -> str:
         return scope if value is None else value
 
+    def named(value: str | None) -> bool:
+        """Whether a read refuses ``value`` when nothing stands under it: any scope but the server's default."""
+        return value is not None and value != scope
+
     OptScope = Annotated[Optional[str], Field(  # noqa: N806 - a type alias
         description=f"The scope (project namespace) of the memories, 1-200 characters; omitted = {scope!r}.")]
 
@@ -113,7 +121,7 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
                                             personal=personal, valid_time=valid_time,
                                             include_retired=include_retired, filter=filter, offset=offset,
                                             diversity=diversity, duplicate_similarity=duplicate_similarity,
-                                            mmr_lambda=mmr_lambda))
+                                            mmr_lambda=mmr_lambda, refuse_missing_scope=named(scope)))
 
     @server.tool(annotations=_RECALL)
     def recall(query: f.Query, scope: OptScope = None, k: f.RecallK = 5, kinds: f.Kinds = None,
@@ -129,7 +137,8 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
         return door.call(lambda v: v.recall(scope_of(scope), query, k=k, kinds=kinds, tenant=tenant,
                                             personal=personal, now=now, as_of=as_of, reconsolidate=reconsolidate,
                                             filter=filter, context=context, offset=offset, diversity=diversity,
-                                            duplicate_similarity=duplicate_similarity))
+                                            duplicate_similarity=duplicate_similarity,
+                                            refuse_missing_scope=named(scope)))
 
     @server.tool(annotations=_WRITE)
     def remember(summary: f.Summary = None, scope: OptScope = None, kind: f.NewKind = "Engram",
@@ -208,7 +217,8 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
         next page starts at next_offset, null on the last). Does not write."""
         return door.call(lambda v: v.list_memories(scope_of(scope), kinds=kinds, tenant=tenant, personal=personal,
                                                    include_forgotten=include_forgotten, now=now, limit=limit,
-                                                   filter=filter, offset=offset))
+                                                   filter=filter, offset=offset,
+                                                   refuse_missing_scope=named(scope)))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
@@ -233,23 +243,11 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
     return server, door
 
 
-# Names other memory APIs give these arguments (mem0, Zep, Letta): the hint names ours.
-_SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
-             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal",
-             "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset"}
-
-
 def unknown_arguments_message(tool: str, unknown: list[str], known: list[str]) -> str:
     """``unknown argument 'text' (did you mean 'summary'?); remember takes: …`` — names each argument a
     call gave that the tool does not take, with the nearest known name (by spelling or by what other
-    memory APIs call it)."""
-    parts = []
-    for name in unknown:
-        near = ([_SYNONYMS[name]] if _SYNONYMS.get(name) in known else
-                difflib.get_close_matches(name, known, n=1, cutoff=0.6))
-        parts.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
-    word = "argument" if len(unknown) == 1 else "arguments"
-    return f"unknown {word} {', '.join(parts)}; {tool} takes: {', '.join(known)}. Nothing was done."
+    memory APIs call it: :func:`pydna.doors.verbs.nearest_name`)."""
+    return f"{unknown_names_message('argument', unknown, known)}; {tool} takes: {', '.join(known)}. Nothing was done."
 
 
 def refuse_unknown_arguments(server: MCPServer) -> None:
@@ -266,7 +264,13 @@ def refuse_unknown_arguments(server: MCPServer) -> None:
             if isinstance(data, dict):
                 unknown = sorted(k for k in data if k not in _known)
                 if unknown:
-                    raise ValueError(unknown_arguments_message(_tool, unknown, _known))
+                    # One error located at each unknown argument (the SDK logs the locations: "rejected
+                    # arguments: ['text']"), each carrying the whole refusal; the values are not shown.
+                    message = unknown_arguments_message(_tool, unknown, _known)
+                    raise ValidationError.from_exception_data(f"{_tool} arguments", [
+                        InitErrorDetails(type=PydanticCustomError("unknown_argument", "{message}",
+                                                                  {"message": message}),
+                                         loc=(name,), input=None) for name in unknown], hide_input=True)
             return data
 
         strict = type(f"{base.__name__}Strict", (base,), {

@@ -9,9 +9,12 @@ back: nothing is partially written.
 
 Statuses: 401 missing/unknown/revoked key; 403 SQLSTATE 42501 (no rights, not a member, no identity,
 a crafted ``personal:`` tenant); 404 P0002 (no such memory); 405 ``DELETE /v1/memories/{name}``
-(memories are never deleted: the body names ``POST /v1/memories/{name}/forget``); 409 23001/23505;
+(memories are never deleted: the body names ``POST /v1/memories/{name}/forget``); 404 a read (search,
+recall, list) of a scope under which no row the caller can see stands, naming the nearest scopes
+(``field: "scope"``; a write creates the scope; the door's default scope answers empty); 409 23001/23505;
 422 bad input (a data exception from the database, class 22/23, with its SQLSTATE and message, or a
-request that fails the schema, a NUL byte in any field, JSON nested past 32 levels: ``rest_guard``); 413 a
+request that fails the schema — an unknown body field is named with the field meant, ``unknown field
+'text' (did you mean 'summary'?)``, as an unknown query parameter is —, a NUL byte in any field, JSON nested past 32 levels: ``rest_guard``); 413 a
 body over 1 MiB; 404 an unknown route; 503 40001/40P01 (retry), pool exhausted; 500 anything else. Errors are
 ``{"error": {"status", "sqlstate", "message", "detail"?, "hint"?}}``.
 """
@@ -40,7 +43,7 @@ from pydna.client import Client
 from pydna.doors import fields as f
 from pydna.doors.keys import enter_role
 from pydna.doors.rest_guard import RequestGuard
-from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error
+from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error, unknown_names_message
 from pydna.embeddings.base import EmbeddingPort
 
 log = logging.getLogger("pydna.doors.rest")
@@ -196,6 +199,54 @@ def refuse_unknown_query(request: Request) -> None:
                              f"{request.method} {route.path} takes: {takes}", extra={"field": "query"})
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field's annotation (``Optional[M]``, ``list[M]``, ``Annotated[…]``)."""
+    import typing
+
+    stack = [annotation]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            return a
+        stack += [x for x in typing.get_args(a) if x is not type(None)]
+    return None
+
+
+def unknown_body_fields(request: Request, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """The error body of a request whose JSON body holds fields its model does not take
+    (pydantic's ``extra_forbidden``): ``unknown field 'x' (did you mean 'y'?); POST /v1/search takes:
+    …`` — each nearest name by spelling or by what other memory APIs call it
+    (:func:`pydna.doors.verbs.nearest_name`), ``field`` the first one's path (``body.x``). A field of a
+    nested object (``items[0]``) is named with its path and the fields that object takes."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    bodies = [p for p in getattr(dependant, "body_params", [])]
+    root = _model_of(bodies[0].field_info.annotation) if bodies else None
+    groups: dict[tuple, list[str]] = {}
+    for e in errors:
+        loc = tuple(e["loc"])
+        groups.setdefault(loc[1:-1], []).append(str(loc[-1]))
+    groups = {k: sorted(v) for k, v in groups.items()}
+    parts, takes = [], []
+    for path, names in groups.items():
+        model = root
+        for step in path:                            # walk the nested objects to the one that refused
+            if model is None:
+                break
+            if isinstance(step, str):
+                field = model.model_fields.get(step)
+                model = _model_of(field.annotation) if field is not None else None
+        known = sorted(model.model_fields) if model is not None else []
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in path).lstrip(".")
+        parts.append(unknown_names_message("field", names, known) + (f" in {where}" if where else ""))
+        takes.append(f"{where or 'the body'} takes: {', '.join(known) if known else '(nothing)'}")
+    first = tuple(errors[0]["loc"])
+    field = "body" + "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in first[1:])
+    method_path = f"{request.method} {getattr(route, 'path', request.url.path)}"
+    return {"status": 422, "sqlstate": None, "message": f"{'; '.join(parts)}; {method_path}: {'; '.join(takes)}",
+            "field": field, "errors": errors}
+
+
 def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT_SCOPE, min_size: int = 1,
                max_size: int = 8, pool_timeout: float = 10.0) -> FastAPI:
     """The ASGI app. ``dsn``: the door's login role (it must be a member of every role its keys map to:
@@ -260,6 +311,9 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = jsonable_encoder(exc.errors(), exclude={"input", "url"})
+        extra = [e for e in errors if e.get("type") == "extra_forbidden" and e.get("loc")]
+        if extra:  # an unknown body field: named, with the field meant, as an unknown query parameter is
+            return JSONResponse({"error": unknown_body_fields(request, extra)}, status_code=422)
         message = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors)
         return JSONResponse({"error": {"status": 422, "sqlstate": None, "message": message, "errors": errors}},
                             status_code=422)
@@ -284,6 +338,10 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
     def scope_of(scope: str | None) -> str:
         return state.scope if scope is None else scope
 
+    def named(scope: str | None) -> bool:
+        """Whether a read refuses ``scope`` when nothing stands under it: any scope but the door's default."""
+        return scope is not None and scope != state.scope
+
     # -- endpoints ----------------------------------------------------------------------------
 
     @app.get("/healthz", tags=["operations"], summary="Liveness and database reachability (no key needed)")
@@ -305,7 +363,8 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
             scope_of(req.scope), req.query, k=req.k, kinds=req.kinds, tenant=req.tenant, personal=req.personal,
             name_prefix=req.name_prefix, valid_time=req.valid_time, include_retired=req.include_retired,
             filter=req.filter, offset=req.offset, diversity=req.diversity,
-            duplicate_similarity=req.duplicate_similarity, mmr_lambda=req.mmr_lambda))
+            duplicate_similarity=req.duplicate_similarity, mmr_lambda=req.mmr_lambda,
+            refuse_missing_scope=named(req.scope)))
 
     @app.post("/v1/memories", tags=["memory"], summary="Remember (dna.remember)")
     def remember(req: RememberRequest, credentials: Credentials) -> dict[str, Any]:
@@ -346,7 +405,7 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         narrow = filter_param(filter)
         return run(credentials, lambda v: v.list_memories(
             scope_of(scope), kinds=kind, tenant=tenant, personal=personal, include_forgotten=include_forgotten,
-            now=now, limit=limit, filter=narrow, offset=offset))
+            now=now, limit=limit, filter=narrow, offset=offset, refuse_missing_scope=named(scope)))
 
     @app.get("/v1/memories/search", tags=["memory"],
              summary="Recall memories (dna.recall); strengthens what it surfaces unless reconsolidate=false or as_of")
@@ -372,7 +431,7 @@ def create_app(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFAULT
         return run(credentials, lambda v: v.recall(
             scope_of(scope), q, k=k, kinds=kind, tenant=tenant, personal=personal, now=now, as_of=as_of,
             reconsolidate=reconsolidate, actor=actor, filter=narrow, context=context, offset=offset,
-            diversity=diversity, duplicate_similarity=duplicate_similarity))
+            diversity=diversity, duplicate_similarity=duplicate_similarity, refuse_missing_scope=named(scope)))
 
     @app.post("/v1/memories/{name}/forget", tags=["memory"],
               summary="Forget (dna.forget): close the memory's validity window; nothing is deleted; idempotent")

@@ -95,6 +95,46 @@ def delete_refused(name: str, forget: str) -> DoorError:
                      extra={"refused": "delete", "use": forget})
 
 
+# Names other memory APIs give these arguments (mem0, Zep, Letta): a refusal's hint names ours.
+SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
+            "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal",
+            "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset"}
+
+
+def nearest_name(name: str, known: Sequence[str]) -> str | None:
+    """The argument or field of ``known`` meant by ``name``: what other memory APIs call it
+    (:data:`SYNONYMS`), else the closest spelling (difflib, cutoff 0.6); None when nothing is close."""
+    import difflib
+
+    if SYNONYMS.get(name) in known:
+        return SYNONYMS[name]
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
+def unknown_names_message(what: str, unknown: Sequence[str], known: Sequence[str]) -> str:
+    """``unknown field 'x' (did you mean 'y'?)`` for each of ``unknown`` (``what``: "field", "argument")."""
+    parts = []
+    for name in unknown:
+        near = nearest_name(name, known)
+        parts.append(f"{name!r}" + (f" (did you mean {near!r}?)" if near else ""))
+    return f"unknown {what}{'s' if len(unknown) > 1 else ''} {', '.join(parts)}"
+
+
+def missing_scope(conn: psycopg.Connection, scope: str) -> None:
+    """A read of a scope under which no row the caller can see stands (``dna.scope_exists``) is refused:
+    most often a typo. :class:`DoorError` 404 naming the nearest scopes (``dna.nearest_scopes_text``), as
+    ``dna search`` exits 1 (:func:`pydna.cli_common.require_scope`). Called only when a read's answer is
+    empty, so a scope with rows costs nothing; writes (remember into a new scope) never call it, nor a
+    read of the door's default scope (``--scope``: empty on a fresh install, not a typo)."""
+    exists, nearest = conn.execute("SELECT dna.scope_exists(%s), dna.nearest_scopes_text(%s, 3)",
+                                   (scope, scope)).fetchone()
+    if not exists:
+        raise DoorError(404, f"scope {scope!r} has no documents or memories you can see; nearest scopes: {nearest}",
+                        hint="a read names a scope that exists (`dna scopes` lists them); a write (remember) "
+                             "creates one", extra={"field": "scope"})
+
+
 def utc(value: datetime | None) -> datetime | None:
     """A timestamp with its zone; a naive one is UTC (as the CLI reads them)."""
     if value is None or value.tzinfo is not None:
@@ -152,9 +192,11 @@ class Verbs:
                personal: bool = False, name_prefix: str | None = None, valid_time: datetime | None = None,
                include_retired: bool = False, filter: Mapping[str, Any] | None = None,
                offset: int = 0, diversity: str | None = None, duplicate_similarity: float | None = None,
-               mmr_lambda: float | None = None) -> dict[str, Any]:
+               mmr_lambda: float | None = None, refuse_missing_scope: bool = True) -> dict[str, Any]:
         """``dna.search``: hybrid search of documents and memories in a scope; ``offset``: ranks offset+1 ..
-        offset+k of one ranking. ``next_offset``: offset + k when the page is full (the next page may be
+        offset+k of one ranking; an empty answer in a scope that does not exist is refused (404,
+        :func:`missing_scope`) unless ``refuse_missing_scope`` is false (the door's default scope).
+        ``next_offset``: offset + k when the page is full (the next page may be
         empty), else None."""
         from pydna.memory import DEFAULT_MODEL_ID
 
@@ -164,6 +206,8 @@ class Verbs:
                                     include_retired=include_retired, model_id=model, filter=filter, offset=offset,
                                     diversity=diversity, duplicate_similarity=duplicate_similarity,
                                     mmr_lambda=mmr_lambda)
+        if not result.hits and refuse_missing_scope:
+            missing_scope(self.client.conn, scope)
         out: dict[str, Any] = {"hits": [asdict(h) for h in result.hits], "degraded": result.degraded,
                                "model_id": result.model_id, "offset": offset,
                                "next_offset": offset + k if k and len(result.hits) == k and offset + k <= 9000
@@ -178,12 +222,17 @@ class Verbs:
                personal: bool = False, now: datetime | None = None, as_of: datetime | None = None,
                reconsolidate: bool = True, actor: str | None = None,
                filter: Mapping[str, Any] | None = None, context: int = 0, offset: int = 0,
-               diversity: str | None = None, duplicate_similarity: float | None = None) -> dict[str, Any]:
-        """``dna.recall`` (``offset``: ranks offset+1 .. offset+k; the answer says ``next_offset``)."""
-        return self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
+               diversity: str | None = None, duplicate_similarity: float | None = None,
+               refuse_missing_scope: bool = True) -> dict[str, Any]:
+        """``dna.recall`` (``offset``: ranks offset+1 .. offset+k; the answer says ``next_offset``); an
+        empty answer in a scope that does not exist is refused as :meth:`search`'s."""
+        out = self.memory.recall(scope, query, k=k, kinds=_kinds(kinds), tenant=tenant, personal=personal,
                                   now=utc(now), as_of=utc(as_of), reconsolidate=reconsolidate, actor=actor,
                                   filter=filter, context=context, offset=offset, diversity=diversity,
                                   duplicate_similarity=duplicate_similarity)
+        if not out.get("hits") and refuse_missing_scope:
+            missing_scope(self.client.conn, scope)
+        return out
 
     def remember(self, scope: str, *, summary: str | None = None, kind: str = "Engram", name: str | None = None,
                  tenant: str = "", personal: bool = False, now: datetime | None = None, area: str | None = None,
@@ -234,10 +283,15 @@ class Verbs:
 
     def list_memories(self, scope: str, *, kinds: Sequence[str] | None = None, tenant: str = "",
                       personal: bool = False, include_forgotten: bool = False, now: datetime | None = None,
-                      limit: int = 100, filter: Mapping[str, Any] | None = None, offset: int = 0) -> dict[str, Any]:
-        """``dna.list_memories`` (``offset``: skip that many; the answer says ``next_offset``)."""
-        return self.memory.list(scope, kinds=_kinds(kinds), tenant=tenant, include_invalid=include_forgotten,
-                                now=utc(now), limit=limit, personal=personal, filter=filter, offset=offset)
+                      limit: int = 100, filter: Mapping[str, Any] | None = None, offset: int = 0,
+                      refuse_missing_scope: bool = True) -> dict[str, Any]:
+        """``dna.list_memories`` (``offset``: skip that many; the answer says ``next_offset``); an empty
+        answer in a scope that does not exist is refused as :meth:`search`'s."""
+        out = self.memory.list(scope, kinds=_kinds(kinds), tenant=tenant, include_invalid=include_forgotten,
+                               now=utc(now), limit=limit, personal=personal, filter=filter, offset=offset)
+        if not out.get("memories") and refuse_missing_scope:
+            missing_scope(self.client.conn, scope)
+        return out
 
     def consolidate(self, scope: str, *, kind: str = "Engram", tenant: str = "", personal: bool = False,
                     apply: bool = False, stale_retention_floor: float = 0.15, merge_overlap_floor: float = 0.5,

@@ -1,0 +1,87 @@
+"""Issue 27's open findings in the CLI, through its runner: the top hit's snippet shows the lines that
+hold the identifier searched (item 4); `--include 'topics/db/*'` stays in that folder and `**` crosses
+folders (item 5); an unknown command that another tool's name for one of ours suggests ours: `dna db
+down` → stop, `dna db start` → up (item 6)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pydna.cli import app
+from pydna.cli_files import glob_match
+
+FAKE = ["--embedder", "fake"]
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path, dna_dsn):
+    monkeypatch.delenv("DNA_DATABASE_URL", raising=False)
+    monkeypatch.setenv("DNA_HOME", str(tmp_path / "dna-home"))
+
+    def invoke(*args, code=0, dsn=True):
+        result = CliRunner().invoke(app, (["--dsn", dna_dsn] if dsn else []) + [str(a) for a in args])
+        assert result.exit_code == code, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}"
+        return result
+    return invoke
+
+
+DOC = ("# Database transactions\n\nDjango commits each query in autocommit mode, and a block commits when it "
+       "ends; nothing commits twice and each of the commits is logged. " + "Isolation levels and savepoints matter "
+       "here as well. " * 6 + "To run a callback after the transaction, register it with transaction.on_commit(func) "
+       "in the view.\n\n" + "More words about isolation levels and savepoints. " * 30 + "\n")
+
+
+def test_the_snippet_shows_the_lines_holding_the_identifier(run, tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "transactions.md").write_text(DOC, encoding="utf-8")
+    run("index", d, "--scope", "tx", *FAKE)
+    shown = run("search", "on_commit", "--scope", "tx", *FAKE, "-k", "1").stdout
+    body = [line for line in shown.splitlines() if line.startswith("    ")]
+    assert 1 <= len(body) <= 3, shown
+    assert any("on_commit" in line for line in body), shown
+    # a query without an identifier keeps the passage's first lines
+    plain = run("search", "autocommit mode", "--scope", "tx", *FAKE, "-k", "1").stdout
+    assert "Django commits each query" in plain, plain
+
+
+def test_a_star_stays_in_its_folder_and_two_stars_cross_folders(run, tmp_path, sql):
+    assert glob_match("topics/db/models.txt", "topics/db/*")
+    assert not glob_match("topics/db/examples/one.txt", "topics/db/*")
+    assert glob_match("topics/db/examples/one.txt", "topics/db/**")
+    assert glob_match("topics/db/examples/one.txt", "topics/**/*.txt") and glob_match("topics/x.txt", "topics/**/*.txt")
+    assert glob_match("x.txt", "**/*.txt") and glob_match("a/b/x.rst", "*.rst")
+    assert glob_match("a/b.txt", "a/?.txt") and not glob_match("a/bb.txt", "a/?.txt")
+    assert not glob_match("a/b/c.txt", "a/?/c.txt".replace("?", "[!b]"))
+    d = tmp_path / "docs"
+    (d / "topics" / "db" / "examples").mkdir(parents=True)
+    (d / "topics" / "db" / "models.txt").write_text("Models define your data.\n", encoding="utf-8")
+    (d / "topics" / "db" / "examples" / "one.txt").write_text("An example of a many-to-one.\n", encoding="utf-8")
+    (d / "intro.txt").write_text("Start here.\n", encoding="utf-8")
+
+    def names(scope):
+        return sorted(r[0] for r in sql.execute("SELECT DISTINCT name FROM dna.dna_search_docs_384 WHERE scope = %s",
+                                                (scope,)).fetchall())
+
+    one = json.loads(run("index", d, "--scope", "one", *FAKE, "--include", "topics/db/*", "--json").stdout)
+    assert one["files"] == 1 and names("one") == ["topics/db/models.txt"]
+    deep = json.loads(run("index", d, "--scope", "deep", *FAKE, "--include", "topics/db/**", "--json").stdout)
+    assert deep["files"] == 2 and names("deep") == ["topics/db/examples/one.txt", "topics/db/models.txt"]
+    out = json.loads(run("index", d, "--scope", "out", *FAKE, "--exclude", "topics/*", "--json").stdout)
+    assert out["files"] == 3                               # topics/* names no file: each is deeper
+    helped = run("index", "--help", dsn=False).stdout
+    assert "'**' crosses" in " ".join(helped.split()), helped
+
+
+def test_an_unknown_command_suggests_the_one_meant(run):
+    down = run("db", "down", code=2, dsn=False)
+    assert "No such command 'down'. Did you mean 'stop'?" in down.stderr, down.stderr
+    start = run("db", "start", code=2, dsn=False)
+    assert "Did you mean 'up'?" in start.stderr and "'status'" not in start.stderr, start.stderr
+    ls = run("memory", "ls", code=2, dsn=False)
+    assert "Did you mean 'list'?" in ls.stderr, ls.stderr
+    typo = run("serach", "x", code=2, dsn=False)
+    assert "Did you mean 'search'?" in typo.stderr, typo.stderr       # typer's spelling guess still stands
+
