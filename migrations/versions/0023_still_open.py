@@ -17,7 +17,14 @@ citus_explain (search.sql, distribute.sql): ``dna.search(..., explain => true)``
 failed on Citus (XX000 "cannot switch local execution status ...": the call is delegated to the node
 holding the scope, which executes its shards locally, and EXPLAIN of a distributed table fetches the
 shard's plan over a connection). The dense lane's plan is now read from the scope's shard on this node
-(new ``dna.shard_explained``); explain answers as on one node.
+(new ``dna.shard_explained``), and Citus's local execution, which any EXPLAIN turns off for the rest of
+the transaction, is set back on after it; explain answers as on one node (tests/citus/test_citus_explain.py).
+
+citus_index (catalog.sql): ``dna index <folder>`` against a Citus coordinator failed 42P18 in
+``dna.record_source_digests``: Citus sent its upsert to the scope's node with ``model_id`` in the ON
+CONFLICT's WHERE as a parameter of no type. The WHERE now compares the proposed ``{model_id: digest}``
+by containment (``NOT s.digests @> excluded.digests``, the same rows), with no variable in it
+(tests/citus/test_citus_index_cli.py).
 """
 import sys
 from pathlib import Path
@@ -65,7 +72,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("search.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "search.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
