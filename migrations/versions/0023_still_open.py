@@ -24,7 +24,15 @@ citus_index (catalog.sql): ``dna index <folder>`` against a Citus coordinator fa
 ``dna.record_source_digests``: Citus sent its upsert to the scope's node with ``model_id`` in the ON
 CONFLICT's WHERE as a parameter of no type. The WHERE now compares the proposed ``{model_id: digest}``
 by containment (``NOT s.digests @> excluded.digests``, the same rows), with no variable in it
-(tests/citus/test_citus_index_cli.py).
+(tests/citus/test_citus_index_digests.py).
+
+receipt_diversity (receipts.sql): a receipt did not record the diversity its answer ran with (0022's
+dna.search / dna.recall collapse near-duplicates by default), so a receipt taken at 0021 replayed with
+collapse on and lost the duplicates it had answered. dna.take_receipt now pins diversity (and
+duplicate_similarity / mmr_lambda where used) in the stored args from the answer's account (new
+``dna.receipt_diversity``); dna.replay runs a receipt that recorded none with the one it ran with: its
+answer's account (taken at 0022), else 'off' (taken before 0022_first_week). Stored receipts are not
+rewritten (tests/test_receipt_diversity.py, tests/test_receipt_diversity_migration.py).
 """
 import sys
 from pathlib import Path
@@ -72,7 +80,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "search.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "search.sql", "receipts.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
