@@ -485,6 +485,10 @@ BEGIN
     END IF;
     -- Another source, or another digest under this model: the digests of the other models are kept
     -- only while the source is the same.
+    -- The proposed digests are {model_id: digest} (a digest is never NULL here), so "another digest
+    -- under this model" is "the row's digests do not contain them": no variable in ON CONFLICT, which
+    -- Citus sends to the scope's node as a parameter of no type (s.digests -> $1 failed there: 42P18
+    -- "could not determine data type of parameter $1"; a cast to text is no node to deparse).
     INSERT INTO dna.dna_document_sources AS s (scope, kind, name, tenant, source, digests)
     SELECT DISTINCT ON (x.kind, x.name, coalesce(x.tenant, ''))
            scope, x.kind, x.name, coalesce(x.tenant, ''), x.source, jsonb_build_object(model_id, x.digest)
@@ -494,7 +498,7 @@ BEGIN
     ON CONFLICT ON CONSTRAINT dna_document_sources_pkey DO UPDATE
         SET source = excluded.source, recorded_at = excluded.recorded_at,
             digests = CASE WHEN s.source = excluded.source THEN s.digests || excluded.digests ELSE excluded.digests END
-    WHERE s.source IS DISTINCT FROM excluded.source OR s.digests -> model_id IS DISTINCT FROM excluded.digests -> model_id;
+    WHERE s.source IS DISTINCT FROM excluded.source OR NOT coalesce(s.digests @> excluded.digests, false);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END

@@ -339,6 +339,33 @@ COMMENT ON FUNCTION dna.holds_scope(text) IS
 'pg_dist_local_group): true on a server without Citus or before dna.distribute. Reads Citus catalogs '
 'only through EXECUTE.';
 
+CREATE OR REPLACE FUNCTION dna.shard_explained(statement text, tbl regclass, scope text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    shard regclass;
+BEGIN
+    IF dna.citus_version() IS NULL OR dna.citus_placement(tbl) <> 'distributed' THEN
+        RETURN statement;                                -- one server, or not distributed yet
+    END IF;
+    shard := to_regclass(shard_name(tbl, get_shard_id_for_distribution_column(tbl, scope)));
+    IF shard IS NULL THEN
+        RETURN statement;                                -- the scope's shard is on another node
+    END IF;
+    RETURN replace(statement, 'FROM ' || tbl::text || ' AS ', 'FROM ' || shard::text || ' AS ');
+END
+$$;
+
+COMMENT ON FUNCTION dna.shard_explained(text, regclass, text) IS
+'The statement to EXPLAIN for a statement over tbl of scope (shapes: a statement text naming tbl as '
+'"FROM <tbl> AS <alias>", returns text): on Citus, when tbl is distributed and the shard of scope is on '
+'this node, the statement over that shard (the plan Citus runs there); else the statement as given. '
+'Citus EXPLAINs a distributed table by asking the shard''s node over a connection, which a delegated '
+'call (on the node holding the scope, executing its shards locally) cannot open: 0023 fixed dna.search''s '
+'explain => true there (XX000 "cannot switch local execution status"). Reads Citus catalogs only when '
+'Citus is installed.';
+
 CREATE OR REPLACE FUNCTION dna.distribute(shard_count integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql

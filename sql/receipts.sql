@@ -335,6 +335,32 @@ COMMENT ON FUNCTION dna.receipt_run(text, jsonb, text, vector) IS
 '{results: the ordered [{kind, name, tenant, passage (search), score}], answer: the verb''s explain of '
 'the whole answer, hits (search: every hit row as JSON) or answer_full (recall: its answer)}.';
 
+CREATE OR REPLACE FUNCTION dna.receipt_diversity(args jsonb, answer jsonb, fallback text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The answer's own account first (its explain.diversity: the method and the values it ran with),
+    -- then the arguments as given, then fallback: the default of the release that answered.
+    SELECT CASE
+        WHEN jsonb_typeof(answer -> 'diversity') = 'object' AND answer -> 'diversity' ? 'method'
+        THEN args || jsonb_build_object('diversity', answer -> 'diversity' ->> 'method')
+                  || jsonb_strip_nulls(jsonb_build_object('duplicate_similarity', answer -> 'diversity' -> 'duplicate_similarity',
+                                                          'mmr_lambda', answer -> 'diversity' -> 'mmr_lambda'))
+        WHEN jsonb_typeof(args -> 'diversity') = 'string' THEN args
+        ELSE args || jsonb_build_object('diversity', CASE WHEN fallback = 'collapse' AND jsonb_typeof(args -> 'mmr_lambda') = 'number'
+                                                          THEN 'mmr' ELSE fallback END)
+    END
+$$;
+
+COMMENT ON FUNCTION dna.receipt_diversity(jsonb, jsonb, text) IS
+'A receipt''s args (jsonb object) with the diversity its answer ran with pinned (revision 0023, topic '
+'receipt_diversity): from answer (the verb''s explain of the answer, or a receipt''s settings.answer) when it '
+'has a diversity account: diversity => its method, duplicate_similarity and mmr_lambda => its values where '
+'not null; else args as they are when they name a diversity; else diversity => fallback (''collapse'': '
+'''mmr'' when args give mmr_lambda). dna.take_receipt passes ''collapse'' (the verbs'' default since '
+'0022_first_week); dna.replay passes, for a receipt that recorded none, the default of the revision that took '
+'it: ''off'' before 0022_first_week (no diversity then), ''collapse'' from it. Pure.';
+
 CREATE OR REPLACE FUNCTION dna.take_receipt(verb text, args jsonb, keep_query boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -388,6 +414,8 @@ BEGIN
         args := args || jsonb_build_object('model_id', model_id);
     END IF;
     run := dna.receipt_run(verb, args, query, emb);
+    -- Pinned from the answer: the diversity it ran with (a later default cannot change the replay).
+    args := dna.receipt_diversity(args, run -> 'answer', 'collapse');
     IF verb = 'recall' THEN
         -- Pinned from the answer: the world time the memory factors were computed at, the model, the decay.
         args := args || jsonb_build_object('now', run -> 'answer_full' ->> 'now', 'model_id', run -> 'answer_full' ->> 'model_id',
@@ -431,7 +459,8 @@ COMMENT ON FUNCTION dna.take_receipt(text, jsonb, boolean) IS
 '(scope, query, query_embedding as a JSON array or pgvector text, model_id, k, tenant, personal, weights '
 'as a JSON array, ...; explain => true keeps each hit''s explain in the answer). Pinned in the stored '
 'args so that a replay asks the same question: search''s valid_time (absent: now()) and model_id (NULL: '
-'dna.scope_model, as dna.search picks it); recall''s now (its world time), model_id and decay. Stores in '
+'dna.scope_model, as dna.search picks it); recall''s now (its world time), model_id and decay; for both the '
+'diversity the answer ran with (diversity, duplicate_similarity, mmr_lambda: dna.receipt_diversity). Stores in '
 'dna.dna_search_receipts: the args as run (without query and query_embedding), the salted SHA-256 digests '
 'of the query, the embedding and all inputs (dna.receipt_digest), the settings (dna.receipt_settings), '
 'the ordered results [{kind, name, tenant, passage, score}], taken_at, taken_by (current_user), the '
@@ -502,6 +531,12 @@ BEGIN
             r.args := r.args || jsonb_build_object('valid_time', dna.iso8601(now));
         END IF;
     END IF;
+    -- A receipt that recorded no diversity (taken before 0023): the one it ran with, from its answer's
+    -- account (0022) or the default of its revision ('off' before 0022_first_week).
+    IF NOT r.args ? 'diversity' THEN
+        r.args := dna.receipt_diversity(r.args, r.settings -> 'answer',
+                                        CASE WHEN left(r.settings ->> 'revision', 4) >= '0022' THEN 'collapse' ELSE 'off' END);
+    END IF;
     run := dna.receipt_run(r.verb, r.args, query, query_embedding);
     settings_now := dna.receipt_settings(r.verb, r.scope, r.args ->> 'model_id', run -> 'answer', r.query IS NOT NULL);
     SELECT min(i) INTO first
@@ -527,8 +562,9 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.replay(uuid, text, vector, timestamptz) IS
-'Re-runs the question of a receipt (dna.take_receipt) with its stored args (valid_time / now and model_id '
-'as pinned then; a recall read-only) against the data and settings of now, and says whether the answer '
+'Re-runs the question of a receipt (dna.take_receipt) with its stored args (valid_time / now, model_id and '
+'diversity as pinned then; a receipt that recorded no diversity replays with the one it ran with: its '
+'answer''s account, else ''off'' when taken before 0022_first_week; a recall read-only) against the data and settings of now, and says whether the answer '
 'is the same. now: NULL (default) replays at the receipt''s world time (a memory written since is not yet '
 'in force then); a timestamp replays at that world time instead (search: valid_time, unless the receipt '
 'had no validity filter; recall: now; 22007 when ±infinity). query / query_embedding: the receipt''s when it kept them, else they must be passed; a '

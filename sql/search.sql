@@ -64,6 +64,7 @@ DECLARE
     removed_dense bigint;
     removed_lexical bigint;
     plan text;
+    local_execution text;                                -- Citus: citus.enable_local_execution before explain's EXPLAIN
     answer jsonb;
     past_keys text[];                                    -- past_texts' keys: name, kind, tenant joined by chr(31)
     past_hits dna.past_text[];                           -- the past texts to rank (a tsv, of the Kinds and name_prefix asked)
@@ -494,15 +495,23 @@ BEGIN
 
     -- explain => true: the answer's receipt (the lanes' paths and settings, filters, degradation),
     -- completed in the statement by the candidate counts; the dense lane's path is read from its plan,
-    -- under the settings above (those the statement runs with).
+    -- under the settings above (those the statement runs with); on Citus, the plan of the scope's shard
+    -- on this node (dna.shard_explained), made in this session under those settings.
     IF explain THEN
         IF NOT degraded THEN
-            EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dense_sql INTO plan
+            local_execution := current_setting('citus.enable_local_execution', true);
+            EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || dna.shard_explained(dense_sql, tbl, scope) INTO plan
                 USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
                       weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
                       CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,
                       NULL::boolean, NULL::tsquery, NULL::boolean, NULL::boolean, NULL::integer, NULL::float8,
                       NULL::float8, NULL::text, NULL::float8, NULL::boolean, NULL::jsonb, past_keys;
+            -- Citus turns local execution off at any EXPLAIN for the rest of the transaction, and the
+            -- statements below read the scope's shards locally (XX000 "cannot switch local execution
+            -- status" on the node holding them, where the call is delegated): set it back.
+            IF local_execution IS NOT NULL THEN
+                PERFORM set_config('citus.enable_local_execution', local_execution, true);
+            END IF;
             -- Under a filter the candidates were counted above; the planner may still have answered the lane
             -- by an exact scan (a small scope: the graph at the lane's ef_search priced above it): say so.
             IF dense_route LIKE 'hnsw, iterative scan:%' AND plan NOT LIKE '%hnsw%' THEN

@@ -139,7 +139,7 @@ def _product(options: list[list[str | None]]) -> list[list[str | None]]:
 
 def _texts(node, env: dict[str, list[str]]) -> list[str | None]:
     """The SQL texts a PL/pgSQL string expression may build, as far as they are known: string
-    constants, format(), concatenations, casts, and variables assigned such expressions (``env``,
+    constants, format(), concatenations, casts, dna.shard_explained's statement, and variables assigned such expressions (``env``,
     every branch's text); [None] when unknown. An unknown part of a concatenation becomes the
     identifier ``dna_dynamic``."""
     if "A_Const" in node:
@@ -159,6 +159,11 @@ def _texts(node, env: dict[str, list[str]]) -> list[str | None]:
             out.append(None if left is None and right is None else
                        (left if left is not None else " dna_dynamic ") + (right if right is not None else " dna_dynamic "))
         return out
+    if "FuncCall" in node and _funcname(node["FuncCall"]) == "dna.shard_explained":
+        # dna.shard_explained(statement, tbl, scope): the statement as given, or the same text over tbl's
+        # shard on this node (a plain table there): checked as given
+        args = node["FuncCall"].get("args", [])
+        return _texts(args[0], env) if args else [None]
     if "TypeCast" in node:
         return _texts(node["TypeCast"]["arg"], env)
     if "CaseExpr" in node:                           # every branch's text

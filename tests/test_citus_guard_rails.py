@@ -541,6 +541,18 @@ def test_self_the_parsers_read_postgresql_18_and_dynamic_sql():
         END $$""")
     assert unchecked == 1                                        # the second EXECUTE's text is not known
     assert any(s.dynamic and guard.tables(s.tree) == {"dna.dna_instances"} for s in statements)
+    # dna.shard_explained(statement, ...) runs its statement (over tbl or tbl's local shard): read as given
+    statements, unchecked = guard.plpgsql_statements("""
+        CREATE FUNCTION dna.x(t regclass) RETURNS text LANGUAGE plpgsql AS $$
+        DECLARE
+            q text := 'SELECT 1 FROM dna.dna_versions AS v WHERE v.scope = $1';
+            plan text;
+        BEGIN
+            EXECUTE 'EXPLAIN ' || dna.shard_explained(q, t, 's') INTO plan USING 's';
+            RETURN plan;
+        END $$""")
+    assert unchecked == 0
+    assert any(s.dynamic and guard.tables(s.tree) == {"dna.dna_versions"} for s in statements)
 
 
 # -- self-tests of tests/citus_guard_shards.py ---------------------------------------------------------

@@ -18,6 +18,27 @@ conversation turns by their text (new ``dna.collapses_by_text(kind)``: false for
 the turns before it, so turn i+1's text holds turn i's whole and 0022's default collapse dropped the earlier turn
 (LoCoMo dev recall R@10 0.759 with diversity 'off', 0.722 with 'collapse'). Documents and other memories
 collapse as before. No schema change.
+
+citus_explain (search.sql, distribute.sql): ``dna.search(..., explain => true)`` with a query embedding
+failed on Citus (XX000 "cannot switch local execution status ...": the call is delegated to the node
+holding the scope, which executes its shards locally, and EXPLAIN of a distributed table fetches the
+shard's plan over a connection). The dense lane's plan is now read from the scope's shard on this node
+(new ``dna.shard_explained``), and Citus's local execution, which any EXPLAIN turns off for the rest of
+the transaction, is set back on after it; explain answers as on one node (tests/citus/test_citus_explain.py).
+
+citus_index (catalog.sql): ``dna index <folder>`` against a Citus coordinator failed 42P18 in
+``dna.record_source_digests``: Citus sent its upsert to the scope's node with ``model_id`` in the ON
+CONFLICT's WHERE as a parameter of no type. The WHERE now compares the proposed ``{model_id: digest}``
+by containment (``NOT s.digests @> excluded.digests``, the same rows), with no variable in it
+(tests/citus/test_citus_index_digests.py).
+
+receipt_diversity (receipts.sql): a receipt did not record the diversity its answer ran with (0022's
+dna.search / dna.recall collapse near-duplicates by default), so a receipt taken at 0021 replayed with
+collapse on and lost the duplicates it had answered. dna.take_receipt now pins diversity (and
+duplicate_similarity / mmr_lambda where used) in the stored args from the answer's account (new
+``dna.receipt_diversity``); dna.replay runs a receipt that recorded none with the one it ran with: its
+answer's account (taken at 0022), else 'off' (taken before 0022_first_week). Stored receipts are not
+rewritten (tests/test_receipt_diversity.py, tests/test_receipt_diversity_migration.py).
 """
 import sys
 from pathlib import Path
@@ -65,7 +86,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("fusion.sql", "search.sql", "memory_verbs.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
