@@ -24,6 +24,8 @@ Modes (pydna, all in PostgreSQL):
 - ``hybrid``       ``dna.search`` with the query embedding (BM25 + HNSW) at its defaults (from 0016:
                    the convex fusion, dense_weight 0.4).
 - ``hybrid-rrf``   the same with ``fusion => 'rrf'`` (RRF at its defaults: the default before 0016).
+- ``hybrid-off``   the default hybrid with ``diversity => 'off'`` (no near-duplicate collapse: the default
+                   before 0022), the peer of ``hybrid`` for what the collapse costs.
 
 Peers on the same documents, queries and vectors:
 
@@ -41,7 +43,9 @@ latency of one call at k = 10 (the default ``dna.search`` call), measured client
 socket after one warm-up pass, ``--passes`` times (default 3): p50/p95 over the queries of each
 query's median (robust to scheduler noise on a shared machine; the first pass alone is reported as
 ``single_pass_*`` and every raw timing is in the JSON, with the load average), plus
-``nDCG@10 (k=10)``, the quality of that default call.
+``nDCG@10 (k=10)``, the quality of that default call. For the PostgreSQL modes also the backend's CPU
+time of the same calls (``/proc/<backend pid>/schedstat``, same statistic: ``CPU p50/p95``), which a
+loaded machine inflates far less than the wall time; the bench process's own CPU time is in the JSON.
 ``HNSW recall@10`` = mean |top10(hnsw) ∩ top10(exact)| / 10 at default settings. Results: one table
 on stdout, ``--out`` JSON (config, versions, dataset hashes, metrics, per-query metrics) and the
 per-query runs beside it as ``<out>.runs.json.gz``.
@@ -161,6 +165,8 @@ def pct(values: list[float], p: float) -> float:
 SEARCH_SQL = ("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => %s)")
 # The RRF fusion (the default before 0016; fusion => 'rrf' since), measured beside the default.
 SEARCH_RRF_SQL = ("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => %s, fusion => 'rrf')")
+# No near-duplicate collapse (the default before 0022), measured beside the default.
+SEARCH_OFF_SQL = ("SELECT name, score FROM dna.search(%s, %s, %s, %s, k => %s, diversity => 'off')")
 EXACT_SQL = ("SELECT t.name, 1 - (t.embedding <=> %(q)s) FROM dna.dna_search_docs_384 AS t "
              "WHERE t.scope = %(scope)s AND t.model_id = %(model)s AND t.embedding IS NOT NULL "
              "ORDER BY t.embedding <=> %(q)s, t.kind, t.name, t.tenant LIMIT %(k)s")
@@ -190,6 +196,8 @@ def pg_runner(conn, model_id: str, mode: str):
             return conn.execute(SEARCH_SQL, (SCOPE, text, Vector(vec), model_id, k)).fetchall()
         if mode == "hybrid-rrf":
             return conn.execute(SEARCH_RRF_SQL, (SCOPE, text, Vector(vec), model_id, k)).fetchall()
+        if mode == "hybrid-off":
+            return conn.execute(SEARCH_OFF_SQL, (SCOPE, text, Vector(vec), model_id, k)).fetchall()
         if mode in ("pg-ts_rank_cd", "pg-ts_rank"):
             return conn.execute(TSRANK_SQL.format(fn=mode[3:]),
                                 {"text": text, "scope": SCOPE, "model": model_id, "k": k}).fetchall()
@@ -286,23 +294,30 @@ class SqlitePeer:
 # Runner
 # ------------------------------------------------------------------------------------------------
 
-def run_mode(fn, queries: dict[str, str], qvecs: dict[str, np.ndarray], k_depth: int = DEPTH, passes: int = 3):
+def run_mode(fn, queries: dict[str, str], qvecs: dict[str, np.ndarray], k_depth: int = DEPTH, passes: int = 3,
+             clock=None):
     """Depth-100 run for the metrics, then a warm-up and ``passes`` timed passes of the default
     k = 10 call. Returns the runs, the per-query median latency over the passes (robust to a
-    scheduler hiccup on a shared machine) and every raw timing."""
+    scheduler hiccup on a shared machine), every raw timing and, given a ``clock`` (the backend's
+    CPU, ``scale.BackendCpu``), the per-query median CPU time of the same calls (else None)."""
     run = {qid: [(str(d), float(s)) for d, s in fn(text, qvecs[qid], k_depth)] for qid, text in queries.items()}
     for qid, text in queries.items():          # warm-up (plans, caches)
         fn(text, qvecs[qid], K_DEFAULT)
     raw: dict[str, list[float]] = {qid: [] for qid in queries}
+    cpu: dict[str, list[float]] = {qid: [] for qid in queries}
+    timed = clock is not None and clock.path is not None
     run10 = {}
     for _ in range(passes):
         for qid, text in queries.items():
+            c = clock.read() if timed else 0
             t = time.perf_counter()
             rows = fn(text, qvecs[qid], K_DEFAULT)
             raw[qid].append((time.perf_counter() - t) * 1000)
+            if timed:
+                cpu[qid].append((clock.read() - c) / 1e6)
             run10[qid] = [(str(d), float(s)) for d, s in rows]
     lat = [statistics.median(v) for v in raw.values()]
-    return run, run10, lat, raw
+    return run, run10, lat, raw, ([statistics.median(v) for v in cpu.values()] if timed else None)
 
 
 def versions(conn) -> dict:
@@ -403,7 +418,10 @@ def main(argv=None) -> int:
         qvecs = {q: qmat[i] for i, q in enumerate(qids)}
 
         modes: dict[str, object] = {m: pg_runner(conn, model_id, m)
-                                    for m in ("lexical", "dense-exact", "dense-hnsw", "hybrid", "hybrid-rrf")}
+                                    for m in ("lexical", "dense-exact", "dense-hnsw", "hybrid", "hybrid-rrf", "hybrid-off")}
+        pg_modes = set(modes)
+        from scale import BackendCpu   # bench/scale.py
+        backend = BackendCpu(conn)
         peer_info = {}
         if not args.no_peers:
             modes["pg-ts_rank_cd"] = pg_runner(conn, model_id, "pg-ts_rank_cd")
@@ -423,7 +441,8 @@ def main(argv=None) -> int:
         load_before = os.getloadavg()
         for name, fn in modes.items():
             console.print(f"running {name} …")
-            run, run10, lat, raw = run_mode(fn, queries, qvecs, passes=args.passes)
+            run, run10, lat, raw, cpu = run_mode(fn, queries, qvecs, passes=args.passes,
+                                                 clock=backend if name in pg_modes else None)
             first = [v[0] for v in raw.values()]
             agg, pq = evaluate(run, qrels)
             agg10, _ = evaluate(run10, qrels)
@@ -433,6 +452,8 @@ def main(argv=None) -> int:
                              "mean_ms": round(statistics.fmean(lat), 2),
                              "single_pass_p50_ms": round(pct(first, 50), 2),
                              "single_pass_p95_ms": round(pct(first, 95), 2)}
+            if cpu is not None:
+                results[name].update(cpu_p50_ms=round(pct(cpu, 50), 2), cpu_p95_ms=round(pct(cpu, 95), 2))
             latencies[name] = {q: [round(x, 3) for x in v] for q, v in raw.items()}
             runs[name] = {q: [[d, round(s, 6)] for d, s in docs] for q, docs in run.items()}
             runs[name + "@k10"] = {q: [d for d, _ in docs] for q, docs in run10.items()}
@@ -443,6 +464,7 @@ def main(argv=None) -> int:
         hnsw_recall = statistics.fmean(len(set(exact10[q]) & set(hnsw10[q])) / max(1, len(exact10[q]))
                                        for q in queries)
         load_after = os.getloadavg()
+        own = os.times()
         vers = versions(conn)
         client.close()
     finally:
@@ -471,7 +493,9 @@ def main(argv=None) -> int:
         "targets": targets,
         "latency": {"passes": args.passes, "statistic": "p50/p95 over queries of the per-query median of the passes; "
                     "single_pass_* = first pass only", "loadavg_1_5_15_before": load_before,
-                    "loadavg_1_5_15_after": load_after, "raw_ms": latencies},
+                    "loadavg_1_5_15_after": load_after, "bench_process_cpu_s": {"user": round(own.user, 1),
+                    "system": round(own.system, 1)}, "backend_cpu": "per-query median of /proc/<pid>/schedstat deltas",
+                    "raw_ms": latencies},
         "per_query": per_query,
         "runs_file": out.name.removesuffix(".json") + ".runs.json.gz",
     }
@@ -481,25 +505,30 @@ def main(argv=None) -> int:
 
     table = Table(title=f"{root.name} {args.split} ({len(queries)} queries, {len(corpus)} docs), "
                         f"{embedder.model_id}, {stamp}")
-    for col in ("system", "nDCG@10", "R@100", "MRR@10", "nDCG@10 (k=10)", "p50 ms", "p95 ms"):
+    for col in ("system", "nDCG@10", "R@100", "MRR@10", "nDCG@10 (k=10)", "p50 ms", "p95 ms", "CPU p50 / p95 ms"):
         table.add_column(col, justify="left" if col == "system" else "right")
+
+    def cpu_cell(r):
+        return f"{r['cpu_p50_ms']:.2f} / {r['cpu_p95_ms']:.2f}" if "cpu_p50_ms" in r else "–"
+
     for name, r in results.items():
         table.add_row(name, f"{r['nDCG@10']:.4f}", f"{r['R@100']:.4f}", f"{r['MRR@10']:.4f}",
-                      f"{r['nDCG@10 (k=10)']:.4f}", f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}")
+                      f"{r['nDCG@10 (k=10)']:.4f}", f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}", cpu_cell(r))
     console.print(table)
     console.print(f"HNSW recall@10 vs exact (default settings, the lane's ef_search): {hnsw_recall:.4f}")
     for label, t in targets.items():
         console.print(f"  {'met ' if t['met'] else 'MISS'} {label}: {t['measured']} (target {t['target']})")
-    md = [f"| system | nDCG@10 | R@100 | MRR@10 | nDCG@10 (k=10 call) | p50 ms (k=10) | p95 ms (k=10) |",
-          "|---|---:|---:|---:|---:|---:|---:|"]
+    md = [f"| system | nDCG@10 | R@100 | MRR@10 | nDCG@10 (k=10 call) | p50 ms (k=10) | p95 ms (k=10) | backend CPU p50 / p95 ms |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in results.items():
         md.append(f"| {name} | {r['nDCG@10']:.4f} | {r['R@100']:.4f} | {r['MRR@10']:.4f} | "
-                  f"{r['nDCG@10 (k=10)']:.4f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} |")
+                  f"{r['nDCG@10 (k=10)']:.4f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {cpu_cell(r)} |")
     md += ["", f"HNSW recall@10 vs exact (default settings): {hnsw_recall:.4f}. Latency: p50/p95 over the "
            f"{len(queries)} queries of each query's median over {args.passes} passes; load average "
            f"before/after {load_before[0]:.2f}/{load_after[0]:.2f} on {os.cpu_count()} CPUs "
            f"(single-pass hybrid p50/p95: {results['hybrid']['single_pass_p50_ms']}/"
-           f"{results['hybrid']['single_pass_p95_ms']} ms).", "",
+           f"{results['hybrid']['single_pass_p95_ms']} ms); the bench process's CPU {own.user:.1f} s user + "
+           f"{own.system:.1f} s system.", "",
            "| target | measured | goal | met |", "|---|---:|---:|---|"]
     for label, t in targets.items():
         md.append(f"| {label} | {t['measured']} | {'≤' if label.endswith('ms (k=10)') else '≥'} {t['target']} | "

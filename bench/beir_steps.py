@@ -19,6 +19,11 @@ role. Calls, k = 10, the 300 test claims, each once per query and pass in an ord
   100)``, iterative scan, sequential scans, sorts and bitmap scans off, cosine rounded, cut with ties);
 - ``dna.search`` lexical (no embedding), hybrid (defaults), hybrid ``passages => true``, hybrid
   ``explain => true``, hybrid ``fusion => 'rrf'``;
+- ``dna.search`` hybrid ``highlight => true`` (ts_headline through ``dna.identifier_headline`` on the 10
+  hits), lexical and hybrid ``diversity => 'off'`` (the ranking as it is; collapse is the default since 0022);
+- the collapse's parts alone, on each query's first 2 x (offset + k) + 8 = 28 fused candidates (diversity
+  off, by key): reading their vectors and texts, that read plus ``dna.diversify`` over them (the walk
+  ``dna.search`` runs, collapse, duplicate_similarity 1, want 10), that read plus ``dna.text_key`` of each;
 - as the application role: ``dna.bm25``, ``dna.search`` lexical and hybrid.
 
 Backend CPU from ``/proc/<backend pid>/schedstat`` (each session's own backend) and client wall time;
@@ -51,6 +56,15 @@ SEARCH = "SELECT name, score FROM dna.search(%(scope)s, %(q)s, {vec}, %(model)s,
 DENSE = ("SELECT c.name, c.similarity FROM (SELECT t.name, dna.score_round(1 - (t.embedding <=> %(v)s)) AS similarity "
          "FROM dna.dna_search_docs_384 AS t WHERE t.embedding IS NOT NULL AND t.scope = %(scope)s "
          "AND t.model_id = %(model)s AND t.tenant = '' ORDER BY t.embedding <=> %(v)s FETCH FIRST 100 ROWS WITH TIES) AS c")
+# The collapse's pool: the first 2 x (offset + k) + 8 = 28 candidates of the fused ranking (diversity off),
+# by key; read as dna.search's collapse reads them (one probe each of the documents' unique key).
+POOL = ("SELECT p.ord, doc.embedding, doc.body, p.score FROM unnest(%(pk)s::text[], %(pn)s::text[], %(ps)s::float8[]) "
+        "WITH ORDINALITY AS p(kind, name, score, ord) JOIN dna.dna_search_docs_384 AS doc ON doc.scope = %(scope)s "
+        "AND doc.model_id = %(model)s AND doc.kind = p.kind AND doc.name = p.name AND doc.tenant = '' AND doc.passage = 0")
+POOL_READ = f"SELECT count(*), sum(length(q.body)), sum(vector_dims(q.embedding)) FROM ({POOL}) AS q"
+POOL_WALK = (f"WITH q AS MATERIALIZED ({POOL}) SELECT count(*) FROM dna.diversify(ARRAY(SELECT embedding FROM q ORDER BY ord), "
+             "ARRAY(SELECT body FROM q ORDER BY ord), ARRAY(SELECT score FROM q ORDER BY ord), 'collapse', 1, NULL, 10)")
+POOL_KEYS = f"SELECT count(dna.text_key(q.body)) FROM ({POOL}) AS q"
 CALLS = {   # name: (session, sql)
     "dna.bm25 (k = 10)": ("su", "SELECT name, score FROM dna.bm25(%(scope)s, %(q)s, %(model)s, k => 10)"),
     "lexical lane at dna.search's depth (bm25_lane, top 100)":
@@ -61,6 +75,12 @@ CALLS = {   # name: (session, sql)
     "dna.search hybrid, passages => true": ("su", SEARCH.format(vec="%(v)s", extra=", passages => true")),
     "dna.search hybrid, explain => true": ("su", SEARCH.format(vec="%(v)s", extra=", explain => true")),
     "dna.search hybrid, fusion => 'rrf'": ("su", SEARCH.format(vec="%(v)s", extra=", fusion => 'rrf'")),
+    "dna.search hybrid, highlight => true": ("su", SEARCH.format(vec="%(v)s", extra=", highlight => true")),
+    "dna.search lexical, diversity => 'off'": ("su", SEARCH.format(vec="NULL", extra=", diversity => 'off'")),
+    "dna.search hybrid, diversity => 'off'": ("su", SEARCH.format(vec="%(v)s", extra=", diversity => 'off'")),
+    "collapse's read alone: the pool's vectors and texts (28 rows by key)": ("su", POOL_READ),
+    "collapse's walk alone: dna.diversify over the pool (28 rows, read included)": ("su", POOL_WALK),
+    "dna.text_key of the pool's 28 texts (read included)": ("su", POOL_KEYS),
     "app role: dna.bm25 (k = 10)": ("app", "SELECT name, score FROM dna.bm25(%(scope)s, %(q)s, %(model)s, k => 10)"),
     "app role: dna.search lexical": ("app", SEARCH.format(vec="NULL", extra="")),
     "app role: dna.search hybrid": ("app", SEARCH.format(vec="%(v)s", extra="")),
@@ -77,6 +97,20 @@ STEPS = {   # label: (call, minus these calls)
     "passages => true (− hybrid)": ("dna.search hybrid, passages => true", ("dna.search hybrid",)),
     "explain => true (− hybrid)": ("dna.search hybrid, explain => true", ("dna.search hybrid",)),
     "fusion rrf instead of convex (− hybrid)": ("dna.search hybrid, fusion => 'rrf'", ("dna.search hybrid",)),
+    "highlight => true on the 10 hits (− hybrid)": ("dna.search hybrid, highlight => true", ("dna.search hybrid",)),
+    "collapse (the default) in the hybrid (hybrid − diversity off)":
+        ("dna.search hybrid", ("dna.search hybrid, diversity => 'off'",)),
+    "collapse (the default) in the lexical (lexical − diversity off)":
+        ("dna.search lexical", ("dna.search lexical, diversity => 'off'",)),
+    "the collapse's walk over 28 given rows (walk − read)":
+        ("collapse's walk alone: dna.diversify over the pool (28 rows, read included)",
+         ("collapse's read alone: the pool's vectors and texts (28 rows by key)",)),
+    "28 dna.text_key calls (text_key − read)":
+        ("dna.text_key of the pool's 28 texts (read included)",
+         ("collapse's read alone: the pool's vectors and texts (28 rows by key)",)),
+    "above the lanes in the hybrid without collapse (hybrid off − lane@100 − dense lane)":
+        ("dna.search hybrid, diversity => 'off'", ("lexical lane at dna.search's depth (bm25_lane, top 100)",
+                                                  "dense lane (dna.search's HNSW statement, depth 100)")),
     "policies: app role − superuser, dna.bm25": ("app role: dna.bm25 (k = 10)", ("dna.bm25 (k = 10)",)),
     "policies: app role − superuser, lexical": ("app role: dna.search lexical", ("dna.search lexical",)),
     "policies: app role − superuser, hybrid": ("app role: dna.search hybrid", ("dna.search hybrid",)),
@@ -142,6 +176,10 @@ def main(argv=None) -> int:
             params = {q: {"scope": SCOPE, "q": queries[q], "model": model, "v": Vector(qmat[i]), "k1": k1, "b": b,
                           "terms": su.execute("SELECT dna.bm25_terms(%s, %s::regconfig)", (queries[q], tsc)).fetchone()[0]}
                       for i, q in enumerate(qids)}
+            for q, p in params.items():           # the collapse's pool: the first 28 of the fused ranking
+                pool = su.execute("SELECT kind, name, score FROM dna.search(%(scope)s, %(q)s, %(v)s, %(model)s, k => 28, "
+                                  "diversity => 'off')", p).fetchall()
+                p.update(pk=[r[0] for r in pool], pn=[r[1] for r in pool], ps=[r[2] for r in pool])
 
             def call(name, q):
                 who, sql = CALLS[name]
@@ -200,6 +238,9 @@ def main(argv=None) -> int:
     out["nDCG@10 of the k = 10 hybrid call"] = round(agg["nDCG@10"], 4)
     agg, _ = evaluate({q: answers["dna.search lexical"][q] for q in qids}, qrels)
     out["nDCG@10 of the k = 10 lexical call"] = round(agg["nDCG@10"], 4)
+    out["queries whose collapse answer equals diversity off's"] = {
+        lane: sum(answers[f"dna.search {lane}"][q] == answers[f"dna.search {lane}, diversity => 'off'"][q] for q in qids)
+        for lane in ("lexical", "hybrid")}
 
     lines = [f"SciFact test, {len(corpus):,} documents, {len(qids)} claims × {args.passes} passes, k = 10, {model}; "
              f"load {load0[0]:.2f} → {load1[0]:.2f}", "",
@@ -213,6 +254,9 @@ def main(argv=None) -> int:
         lines.append(f"| {label} | {r['cpu_p50_ms']} | {r['cpu_p95_ms']} | {r['cpu_mean_ms']} |")
     lines.append(f"\nnDCG@10 of the k = 10 calls: lexical {out['nDCG@10 of the k = 10 lexical call']}, "
                  f"hybrid {out['nDCG@10 of the k = 10 hybrid call']}")
+    same = out["queries whose collapse answer equals diversity off's"]
+    lines.append(f"collapse's answer equal to diversity off's: lexical {same['lexical']}/{len(qids)}, "
+                 f"hybrid {same['hybrid']}/{len(qids)}")
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))

@@ -148,14 +148,25 @@ AS $$
     -- not share): an RST or setext title with its underline, a bare adornment line (an overline), a
     -- Markdown ATX heading; then every run of characters other than letters and digits one space. A
     -- passage that is nothing but headings (a section cut off before its text) is keyed by them.
-    SELECT coalesce(
+    -- The runs are replaced by a pattern that leaves a lone space alone (the same text as replacing
+    -- every run, '[^[:alnum:]]+': a run that starts with another character, or a space and more, is
+    -- one match, greedy), so a prose text costs one match per punctuation mark instead of one per
+    -- word (~35 us instead of ~100 for a 1,400-character abstract: the matches are the cost). A text
+    -- without a line break has no heading line to drop (each heading rule matches a whole line, so
+    -- there it could only match the whole text, which then falls back to the same key): its key is
+    -- the second form alone, without the three heading patterns.
+    SELECT CASE WHEN strpos(coalesce(body, ''), E'\n') = 0
+        THEN nullif(' ' || btrim(regexp_replace(lower(coalesce(body, '')),
+                                                '[^[:alnum:] ][^[:alnum:]]*| [^[:alnum:]]+', ' ', 'g')) || ' ', '  ')
+        ELSE coalesce(
         nullif(' ' || btrim(regexp_replace(lower(
-               regexp_replace(regexp_replace(regexp_replace(coalesce(body, ''),
+               regexp_replace(regexp_replace(regexp_replace(body,
                    '^[^\n]*\n([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
                    '^([=~^"''`#*+:._-])\1{2,}[ \t]*$', '', 'gn'),
                    '^[ \t]{0,3}#{1,6}([ \t][^\n]*)?$', '', 'gn')),
-               '[^[:alnum:]]+', ' ', 'g')) || ' ', '  '),
-        nullif(' ' || btrim(regexp_replace(lower(coalesce(body, '')), '[^[:alnum:]]+', ' ', 'g')) || ' ', '  '))
+               '[^[:alnum:] ][^[:alnum:]]*| [^[:alnum:]]+', ' ', 'g')) || ' ', '  '),
+        nullif(' ' || btrim(regexp_replace(lower(body), '[^[:alnum:] ][^[:alnum:]]*| [^[:alnum:]]+', ' ', 'g')) || ' ', '  '))
+        END
 $$;
 
 COMMENT ON FUNCTION dna.text_key(text) IS

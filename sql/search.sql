@@ -581,9 +581,12 @@ BEGIN
     -- collapse walks in rank order, so the walk of the first 2 x (offset + k) + 8 candidates keeps the same
     -- hits as the walk of all of them whenever it keeps offset + k: only when it does not (many duplicates)
     -- is the whole ranking read (its vectors and texts: ~200 rows at k = 10). MMR weighs every candidate.
+    -- The passage vectors are read only where a cosine is used: MMR, a duplicate_similarity below 1 (the
+    -- cosine rule), or explain (a collapsed hit's similarity); collapse by the text rules alone (the
+    -- default, duplicate_similarity 1) compares texts only, and the same hits are kept without them.
     ELSE format(
         'candidate AS NOT MATERIALIZED (             -- each reference reads only the rows it asks for
-             SELECT r.pos, r.score, CASE WHEN NOT k.past THEN doc.embedding END AS embedding,
+             SELECT r.pos, r.score, CASE WHEN NOT k.past AND %2$s THEN doc.embedding END AS embedding,
                     CASE WHEN NOT k.past AND dna.collapses_by_text(r.kind) THEN doc.body END AS body
              FROM ranked AS r
              CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
@@ -616,7 +619,8 @@ BEGIN
                                                  ORDER BY c.pos)
                                       FROM picked AS q JOIN ranked AS c ON c.pos = q.pos WHERE q.duplicate_of = p.pos)))) END AS diverse
              FROM picked AS p JOIN ranked AS r ON r.pos = p.pos
-             WHERE p.place > $22 ORDER BY p.place LIMIT $11)', tbl) END;
+             WHERE p.place > $22 ORDER BY p.place LIMIT $11)', tbl,
+        CASE WHEN diversity = 'mmr' OR duplicate_similarity < 1 OR explain THEN 'true' ELSE 'false' END) END;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),

@@ -39,6 +39,15 @@ duplicate_similarity / mmr_lambda where used) in the stored args from the answer
 ``dna.receipt_diversity``); dna.replay runs a receipt that recorded none with the one it ran with: its
 answer's account (taken at 0022), else 'off' (taken before 0022_first_week). Stored receipts are not
 rewritten (tests/test_receipt_diversity.py, tests/test_receipt_diversity_migration.py).
+
+search_cost (fusion.sql, search.sql; issue 26 item 7): the near-duplicate collapse above dna.search's lanes
+costs less for the same answers. dna.text_key replaces each run of characters other than letters and
+digits by a pattern that leaves a lone space alone (one regex match per punctuation mark instead of one
+per word: the matches were the cost, ~150 us per 1,400-character abstract, now ~65) and skips its three
+heading patterns for a text without a line break (there they could only match the whole text, which falls
+back to the same key); the keys are those 0022 gave (tests/test_search_cost.py compares them). dna.search's
+collapse reads the passage vectors only where a cosine is used (MMR, duplicate_similarity below 1,
+explain), not for the default text rules. No schema change, no signature change.
 """
 import sys
 from pathlib import Path
