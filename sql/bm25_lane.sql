@@ -168,8 +168,8 @@ BEGIN
         IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN
             -- A live scope between seals: memtable postings, nothing to leave out. The plain form
             -- with the memtable's postings packed as the chunks' (tf << 33 | len << 42, their doc_id
-            -- as the base), so one decode serves both and no anti-join runs per posting (that form
-            -- cost a scope written through SQL ~1.3x its compacted figure while its memtable was full).
+            -- as the base), so one decode serves both and no anti-join or shadowed test runs per
+            -- posting: the state of a scope written through SQL between two seals.
             RETURN QUERY
             SELECT x.base + (x.p & 8589934591), round(sum(x.w * ((x.p >> 33) & 511)::float8 * (k1 + 1)
                        / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
