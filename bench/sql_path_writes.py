@@ -4,7 +4,7 @@ memtable and merging in the write path cost the writer).
 
 Usage (from the repository root)::
 
-    python bench/sql_path_writes.py [DATASET_DIR] --old DIR [--docs 30000] [--chunk 250] [--dsn DSN]
+    python bench/sql_path_writes.py [DATASET_DIR] --old DIR [--docs 30000] [--chunk 250] [--dsn DSN] [--keep]
                                     [--out bench/results/sql_path_writes.json]
 
 ``--old DIR``: a second source tree (e.g. ``git archive main | tar -x -C DIR``), migrated by its own
@@ -40,6 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", type=int, default=30_000)
     ap.add_argument("--chunk", type=int, default=250)
     ap.add_argument("--dsn", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep both databases and the server; print their DSNs")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sql_path_writes.json"))
     args = ap.parse_args(argv)
     from data_sets import scifact_dir
@@ -79,9 +80,13 @@ def main(argv=None) -> int:
                 "slowest_txn_wall_s": round(s["max_wall"], 2), "slowest_txn_cpu_s": round(s["max_cpu"], 2), **st}
             conns[label].close()
         for i in range(len(trees)):
-            srv.drop(f"dna_bench_sql_path_writes_{i}")
+            if args.keep:
+                print(f"kept: {srv.dsn_for(f'dna_bench_sql_path_writes_{i}')}", file=sys.stderr)
+            else:
+                srv.drop(f"dna_bench_sql_path_writes_{i}")
     finally:
-        srv.close()
+        if not args.keep:
+            srv.close()
     results["load_after"] = load1()
     base = results["trees"][labels[1]]
     lines = [f"{args.docs:,} documents, dna.index_document one call each, {args.chunk} per transaction, the two trees "
