@@ -4,7 +4,7 @@ compacted, in one run (issue 26 item 1).
 Usage (from the repository root)::
 
     python bench/sql_path.py [DATASET_DIR] [--docs 30000] [--chunk 250] [--queries 100] [--rounds 3]
-                             [--unbounded] [--limit N] [--dsn DSN] [--keep] [--out bench/results/sql_path.json]
+                             [--unbounded] [--limit N] [--dsn DSN] [--keep] [--stop-full] [--out bench/results/sql_path.json]
 
 Corpus: the 5,183 SciFact abstracts (``DATASET_DIR``, default ``../shared/data/scifact``) then the
 distractors of ``bench/scale.py`` (seed 42, its cache), ``--docs`` in all, written with no vector under
@@ -134,6 +134,9 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true",
                     help="keep the database (compacted) and the embedded server; print its DSN (e.g. for "
                          "bench/lane_states.py --stats --scope sqlpath)")
+    ap.add_argument("--stop-full", action="store_true",
+                    help="stop after the memtable-full state and keep that database and the server (print its DSN): "
+                         "e.g. for bench/sql_path_states.py beside a compacted copy")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sql_path.json"))
     args = ap.parse_args(argv)
     from data_sets import scifact_dir
@@ -176,6 +179,10 @@ def main(argv=None) -> int:
             assert state(conn, BOUNDED)["memtable_docs"] == limit, state(conn, BOUNDED)
             m, _ = measure(conn, BOUNDED, queries, args.rounds)
             states.append({"state": f"bounded, memtable full ({limit:,})", "scope": BOUNDED, **state(conn, BOUNDED), **m})
+            if args.stop_full:
+                print(json.dumps(states, indent=1))
+                print(f"kept at memtable full: {dsn}", file=sys.stderr)
+                return 0
             write_one_by_one(conn, BOUNDED, top[left:], args.chunk)
             m, sealed_answers = measure(conn, BOUNDED, queries, args.rounds)
             states.append({"state": "bounded, just sealed", "scope": BOUNDED, **state(conn, BOUNDED), **m})
@@ -191,7 +198,7 @@ def main(argv=None) -> int:
         else:
             srv.drop("dna_bench_sql_path")
     finally:
-        if not args.keep:
+        if not (args.keep or args.stop_full):
             srv.close()
     base = states[-1]
     for s in states:

@@ -88,16 +88,27 @@ BEGIN
     END IF;
     BEGIN
         n := dna.bm25_seal(scope, model_id, tenant);
-        -- Level 0 merged once it holds 4 segments, as dna.bm25_compact would (each segment costs
-        -- every query a round of chunk headers: 15 sealed segments at 30k documents cost ~1.5x the
-        -- compacted figure). Bounded work: at most 4 segments of under 8,000 documents. Higher
-        -- levels stay dna.bm25_compact's.
-        segs := ARRAY(SELECT s.seg_id FROM dna.dna_bm25_segments AS s
-                      WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant AND s.level = 0
-                      ORDER BY s.seg_id);
-        IF cardinality(segs) >= 4 THEN
-            PERFORM dna.bm25_merge(scope, model_id, tenant, segs);
-        END IF;
+        -- Then the small segments merged in pairs, as a binary counter: segments below
+        -- dna.bm25_write_merge_cap() documents fall in size classes floor(log2(n_docs / lim)), and
+        -- the smallest class holding two (or more) is merged into one, until no class holds two.
+        -- Every segment costs every query a round of chunk headers and spreads the lane's budget
+        -- (more chunks left unread, so more candidates rescored): a scope written through SQL
+        -- alone then holds at most one segment per class (≤ 4 below the cap) beside the ones
+        -- dna.bm25_compact merges. Each document is rewritten once per class (~0.15 ms of CPU
+        -- each, bench/RESULTS.md); a statement rewrites at most ~2x the cap.
+        FOR i IN 1..32 LOOP
+            SELECT c.segs INTO segs FROM (
+                SELECT array_agg(s.seg_id ORDER BY s.seg_id) AS segs
+                FROM dna.dna_bm25_segments AS s
+                WHERE s.scope = scope AND s.model_id = model_id AND s.tenant = tenant
+                  AND s.n_docs < dna.bm25_write_merge_cap()
+                GROUP BY floor(ln(greatest(s.n_docs, 1)::float8 / lim) / ln(2.0))
+                HAVING count(*) >= 2
+                ORDER BY floor(ln(greatest(s.n_docs, 1)::float8 / lim) / ln(2.0))
+                LIMIT 1) AS c;
+            EXIT WHEN segs IS NULL;
+            EXIT WHEN dna.bm25_merge(scope, model_id, tenant, segs) < 0;   -- being merged by another writer
+        END LOOP;
     EXCEPTION WHEN OTHERS THEN
         PERFORM pg_advisory_unlock(key);
         RAISE;
@@ -110,9 +121,10 @@ $$;
 COMMENT ON FUNCTION dna.bm25_bound_memtable(text, text, text) IS
 'Internal (the write path, dna.bm25_index_docs): when the memtable of the partition (scope, model_id, tenant) '
 'holds more than dna.bm25_memtable_limit() documents, seals them into a segment (dna.bm25_seal, as '
-'dna.bm25_compact does) and merges level 0 once it holds 4 segments (dna.bm25_merge), under the partition''s '
+'dna.bm25_compact does), then merges the segments below dna.bm25_write_merge_cap() documents in pairs of one '
+'size class (floor(log2(n_docs / limit))) until no class holds two (dna.bm25_merge), under the partition''s '
 'exclusive advisory lock, tried and never waited for (busy: left to the next statement) and released after. '
-'Returns the documents sealed (0: under the limit, or busy). Merging higher levels stays dna.bm25_compact''s.';
+'Returns the documents sealed (0: under the limit, or busy). Merging larger segments stays dna.bm25_compact''s.';
 
 CREATE OR REPLACE FUNCTION dna.bm25_merge(scope text, model_id text, tenant text, segs integer[])
 RETURNS bigint

@@ -165,6 +165,32 @@ BEGIN
             FETCH FIRST coalesce(top, 2147483647) ROWS WITH TIES;
             RETURN;
         END IF;
+        IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN
+            -- A live scope between seals: memtable postings, nothing to leave out. The plain form
+            -- with the memtable's postings packed as the chunks' (tf << 33 | len << 42, their doc_id
+            -- as the base), so one decode serves both and no anti-join or shadowed test runs per
+            -- posting: the state of a scope written through SQL between two seals.
+            RETURN QUERY
+            SELECT x.base + (x.p & 8589934591), round(sum(x.w * ((x.p >> 33) & 511)::float8 * (k1 + 1)
+                       / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
+            FROM (SELECT sg.base_doc_id AS base, q.w, unnest(c.postings) AS p
+                  FROM unnest(lex, w) AS q (lexeme, w)
+                  JOIN dna.dna_bm25_chunks AS c
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                  JOIN dna.dna_bm25_segments AS sg
+                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+                  WHERE kinds IS NULL OR c.kind = ANY (kinds)
+                  UNION ALL
+                  SELECT p.doc_id, q.w, (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
+                  FROM unnest(lex, w) AS q (lexeme, w)
+                  JOIN dna.dna_bm25_postings AS p
+                    ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+                  WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
+            GROUP BY 1
+            ORDER BY 2 DESC
+            FETCH FIRST coalesce(top, 2147483647) ROWS WITH TIES;
+            RETURN;
+        END IF;
         RETURN QUERY
         WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
         tomb AS MATERIALIZED (

@@ -4,7 +4,8 @@
 --   the memtable   dna.dna_bm25_postings: one row per (lexeme, document), unsealed documents only;
 --                  read exhaustively by every query, so the write path keeps it small: a statement
 --                  that leaves more than dna.bm25_memtable_limit() documents there seals them into
---                  a segment (dna.bm25_bound_memtable); dna.bm25_compact seals and merges;
+--                  a segment and merges small segments in pairs of one size class
+--                  (dna.bm25_bound_memtable); dna.bm25_compact seals and merges;
 --   a segment      dna.dna_bm25_segments (one row: n_docs, total_len, avgdl_ref, k1, b, base_doc_id)
 --                  + dna.dna_bm25_chunks: per (lexeme, kind) the segment's postings sorted by BM25
 --                  impact (descending) and cut into geometric chunks of 256, 512, … 8192 postings,
@@ -48,12 +49,23 @@ COMMENT ON FUNCTION dna.bm25_bulk_threshold() IS
 CREATE OR REPLACE FUNCTION dna.bm25_memtable_limit()
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT 2000 $$;
+AS $$ SELECT 1000 $$;
 
 COMMENT ON FUNCTION dna.bm25_memtable_limit() IS
-'Documents a partition''s memtable holds at most after a write statement (2000): a statement that leaves '
-'more there seals them into a segment (dna.bm25_bound_memtable), as Lucene refreshes and RocksDB flushes, '
-'so a scope written only through the SQL verbs stays near its compacted speed with no operator action.';
+'Documents a partition''s memtable holds at most after a write statement (1000; 2000 before revision '
+'0023): a statement that leaves more there seals them into a segment and merges the small segments in '
+'pairs (dna.bm25_bound_memtable), as Lucene refreshes and RocksDB flushes, so a scope written only '
+'through the SQL verbs stays near its compacted speed with no operator action.';
+
+CREATE OR REPLACE FUNCTION dna.bm25_write_merge_cap()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 16::bigint * dna.bm25_memtable_limit() $$;
+
+COMMENT ON FUNCTION dna.bm25_write_merge_cap() IS
+'Documents from which a segment is left to dna.bm25_compact by the write path (16 x dna.bm25_memtable_limit() '
+'= 16000): dna.bm25_bound_memtable merges only segments below it, so one write statement rewrites at most '
+'~2 x this many documents (a cascade 1k+1k, 2k+2k, … 8k+8k).';
 
 CREATE OR REPLACE FUNCTION dna.bm25_chunk_of(rank bigint)
 RETURNS integer

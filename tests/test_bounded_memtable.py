@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 MODEL = "lexical-only-384"
-LIMIT = 2000
+LIMIT = 1000
 WORDS = ["protein", "cell", "gene", "expression", "patient", "study", "cancer", "mutation", "risk", "dose"]
 QUERIES = ["protein expression in cancer cells", "gene mutation risk", "patient study", "rare0042 cell",
            "rare0007 rare0100 rare0999", "dose"]
@@ -59,10 +59,11 @@ def model(sql):
     sql.execute("SELECT dna.register_model(%s, 384)", (MODEL,))
 
 
-def test_the_limit_is_2000_documents(sql):
+def test_the_limit_is_1000_documents(sql):
     assert sql.execute("SELECT dna.bm25_memtable_limit()").fetchone()[0] == LIMIT
     comment = sql.execute("SELECT obj_description('dna.bm25_memtable_limit()'::regprocedure)").fetchone()[0]
-    assert "2000" in comment and "seals" in comment
+    assert "1000" in comment and "seals" in comment
+    assert sql.execute("SELECT dna.bm25_write_merge_cap()").fetchone()[0] == 16 * LIMIT
 
 
 def test_the_memtable_holds_the_limit_and_seals_past_it(sql, model):
@@ -81,7 +82,7 @@ def test_a_scope_written_one_document_at_a_time_answers_as_compacted(sql, model)
     sql.execute("SELECT dna.index_document('live', 'Doc', 'd7', 'protein protein revised', NULL, %s)", (MODEL,))
     sql.execute("SELECT dna.delete_document('live', 'Doc', 'd8', model_id => %s)", (MODEL,))
     assert memtable(sql, "live") <= LIMIT
-    assert segments(sql, "live") == 2
+    assert segments(sql, "live") == 1                       # two seals, merged as a pair
     before = answers(sql, "live")
     assert before[0][0] == n - 1
     report = sql.execute("SELECT dna.bm25_compact('live', full_merge => true)").fetchone()[0]
@@ -122,19 +123,36 @@ def test_memories_written_one_at_a_time_stay_bounded(sql):
     assert segments(sql, "mem") >= 1
 
 
-def test_four_sealed_segments_are_merged_by_the_write_that_seals_the_fourth(sql, model):
-    for r in range(4):
+def test_sealed_segments_are_merged_in_pairs_by_the_write_that_seals(sql, model):
+    # A binary counter of seals: 1 segment, 2 merged into 1, 2 (2k + 1k), 4 merged into 1 (1k + 1k, then 2k + 2k).
+    for r, (count, sizes) in enumerate([(1, [1]), (1, [2]), (2, [1, 2]), (1, [4]), (2, [1, 4])]):
         write(sql, "s", r * (LIMIT + 1) + 1, (r + 1) * (LIMIT + 1))   # each last document seals
         assert memtable(sql, "s") == 0
-        assert segments(sql, "s") == (r + 1 if r < 3 else 1)
-    assert sql.execute("SELECT n_docs, level FROM dna.dna_bm25_segments WHERE scope = 's'").fetchone() == (4 * (LIMIT + 1), 1)
+        assert segments(sql, "s") == count
+        got = [n for (n,) in sql.execute("SELECT n_docs FROM dna.dna_bm25_segments WHERE scope = 's' ORDER BY n_docs")]
+        assert got == [k * (LIMIT + 1) for k in sizes]
     before = answers(sql, "s")
     sql.execute("SELECT dna.bm25_compact('s', full_merge => true)")
     assert answers(sql, "s") == before
 
 
+def test_the_write_path_leaves_segments_past_the_cap_to_compaction(sql, model):
+    cap = sql.execute("SELECT dna.bm25_write_merge_cap()").fetchone()[0]
+    for name in ("b1", "b2"):                                    # two bulk statements: two segments past the cap
+        sql.execute("SELECT count(*) FROM dna.index_documents('s', %s, %s, %s, NULL, %s)",
+                    (["Doc"] * cap, [f"{name}-{i}" for i in range(cap)], [f"cell gene {name} w{i % 37}" for i in range(cap)],
+                     MODEL))
+    write(sql, "s", 1, LIMIT + 1)                                # a seal: nothing of its class to merge with
+    write(sql, "s", LIMIT + 2, 2 * (LIMIT + 1))                  # a second: the pair merges, the big two stay
+    got = [n for (n,) in sql.execute("SELECT n_docs FROM dna.dna_bm25_segments WHERE scope = 's' ORDER BY n_docs")]
+    assert got == [2 * (LIMIT + 1), cap, cap]
+    before = answers(sql, "s")
+    sql.execute("SELECT dna.bm25_compact('s', full_merge => true)")
+    assert segments(sql, "s") == 1 and answers(sql, "s") == before
+
+
 def test_a_compaction_leaves_out_segments_another_transaction_is_merging(sql, model, dna_dsn):
-    for r in range(2):
+    for r in range(3):                                        # three seals: 2k + 1k (the first two merged)
         write(sql, "s", r * (LIMIT + 1) + 1, (r + 1) * (LIMIT + 1))
     segs = [r[0] for r in sql.execute("SELECT seg_id FROM dna.dna_bm25_segments WHERE scope = 's' ORDER BY 1")]
     with psycopg.connect(dna_dsn) as other:                   # a merge in progress holds the segment rows

@@ -48,6 +48,18 @@ heading patterns for a text without a line break (there they could only match th
 back to the same key); the keys are those 0022 gave (tests/test_search_cost.py compares them). dna.search's
 collapse reads the passage vectors only where a cosine is used (MMR, duplicate_similarity below 1,
 explain), not for the default text rules. No schema change, no signature change.
+
+memtable_ratio (bm25_write.sql, bm25_compact.sql, bm25_lane.sql; issue 26 item 1): a scope written only
+through the SQL verbs keeps within 1.5x of its compacted lexical figure at every moment. The memtable
+limit is 1000 documents (``dna.bm25_memtable_limit()``, was 2000: a full memtable cost ~0.1x of the
+compacted figure per 1,000 documents, on top of a fixed ~0.1x); after a seal the write path merges the
+segments below ``dna.bm25_write_merge_cap()`` (new, 16 x the limit) in pairs of one size class
+(floor(log2(n_docs / limit)), a binary counter) instead of level 0 at 4 segments, so at most one
+segment per class stays beside the memtable (each segment spreads the lane's budget and costs a rescore
+round). ``dna.bm25_lane``'s exact path has a plain form with the memtable (no anti-join per posting
+when the partition has no tombstone or shadowed row). No schema change: a memtable of 1001-2000
+documents left by 0022 is sealed by the partition's next write; the downgrade restores 0022's texts
+(limit 2000, level-0 merge at 4) and drops ``dna.bm25_write_merge_cap``.
 """
 import sys
 from pathlib import Path
@@ -95,7 +107,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "bm25_lane.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:

@@ -3,8 +3,8 @@ merge run in the BM25 trigger on the shard; the write paths and compaction analy
 their node. (The advisory-lock test is single-node: a lock taken on the coordinator is not the worker's.)"""
 from test_bounded_memtable import (  # noqa: F401
     MODEL, model, test_a_scope_written_one_document_at_a_time_answers_as_compacted,
-    test_four_sealed_segments_are_merged_by_the_write_that_seals_the_fourth, test_memories_written_one_at_a_time_stay_bounded,
-    test_one_statement_of_many_documents_under_the_bulk_threshold_seals_too, test_the_limit_is_2000_documents,
+    test_sealed_segments_are_merged_in_pairs_by_the_write_that_seals, test_memories_written_one_at_a_time_stay_bounded,
+    test_one_statement_of_many_documents_under_the_bulk_threshold_seals_too, test_the_limit_is_1000_documents,
     test_the_memtable_holds_the_limit_and_seals_past_it, write)
 
 
