@@ -5,6 +5,11 @@ DO $$
 DECLARE
     w integer;
 BEGIN
+    -- On Citus the DDL goes over one connection per node (as dna.distribute's does), so that the functions
+    -- this revision then re-creates (propagated to the workers) may follow it in the same transaction.
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension AS e WHERE e.extname = 'citus') THEN
+        PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
     FOR w IN SELECT dna.search_widths() LOOP
         EXECUTE format('ALTER TABLE dna.%I DROP COLUMN IF EXISTS valid_from', 'dna_search_docs_' || w);
         EXECUTE format('DROP INDEX IF EXISTS dna.%I', 'dna_search_docs_' || w || '_valid_from');
