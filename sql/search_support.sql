@@ -489,36 +489,11 @@ COMMENT ON FUNCTION dna.scope_models_text(text) IS
 
 CREATE OR REPLACE FUNCTION dna.scope_model(scope text, dims integer DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 AS $$
-#variable_conflict use_variable
-DECLARE
-    w integer;
-    lo text;
-    hi text;
-    only_model text;
-    models integer := 0;
-BEGIN
-    -- A scope holding one model (of width dims) has it for answer whatever the counts: the first and
-    -- last model_id of the scope in each width table (two index probes each) tell, where counting read
-    -- every row of the scope (beneath row-level security, each through the policy). Two or more: the
-    -- one with the most documents, as dna.scope_models counts them.
-    FOR w IN SELECT x FROM dna.search_widths() AS x WHERE dims IS NULL OR x = dims LOOP
-        EXECUTE format('SELECT min(t.model_id), max(t.model_id) FROM dna.%I AS t WHERE t.scope = $1',
-                       'dna_search_docs_' || w)
-            INTO lo, hi USING scope;
-        CONTINUE WHEN lo IS NULL;
-        models := models + CASE WHEN lo = hi THEN 1 ELSE 2 END;
-        EXIT WHEN models > 1;
-        only_model := lo;
-    END LOOP;
-    IF models <= 1 THEN
-        RETURN only_model;
-    END IF;
-    RETURN (SELECT m.model_id FROM dna.scope_models(scope) AS m
-            WHERE dims IS NULL OR m.dims = dims
-            ORDER BY m.documents DESC, m.model_id LIMIT 1);
-END
+    SELECT m.model_id FROM dna.scope_models(scope) AS m
+    WHERE dims IS NULL OR m.dims = dims
+    ORDER BY m.documents DESC, m.model_id LIMIT 1
 $$;
 
 COMMENT ON FUNCTION dna.scope_model(text, integer) IS

@@ -199,36 +199,3 @@ def test_the_roles_validity_probe_and_collapse_probe_are_leakproof(sql, app):
                  for key in ("Index Cond", "Join Filter", "Hash Cond", "Merge Cond", "Filter")]
         keyed = [c for c in joins if re.search(r"\bd\.(kind|name|tenant) = |\((kind|name|tenant) = ", c)]
         assert keyed and not any("->>" in c for c in keyed), keyed
-
-
-def test_scope_model_is_the_only_model_or_the_one_with_the_most_documents(sql, app):
-    """dna.scope_model, the model a search or recall without model_id reads: a scope holding one model has
-    it (two index probes per width, no count); several: the one with the most documents of the width asked
-    (ties by model_id), as dna.scope_models counts them; the role gets the same."""
-    one = "SELECT dna.scope_model(%s, %s)"
-    assert sql.execute(one, ("nothing-here", None)).fetchone()[0] is None
-    sql.execute("SELECT dna.register_model('other-384', 384)")
-    sql.execute("SELECT dna.register_model('wide-768', 768)")
-    for i in range(3):
-        sql.execute("SELECT dna.index_document('sm', 'Doc', %s, 'model text', dna.fake_embed('model text'), %s)",
-                    (f"f{i}", FAKE))
-    assert sql.execute(one, ("sm", None)).fetchone()[0] == FAKE
-    assert sql.execute(one, ("sm", 384)).fetchone()[0] == FAKE and sql.execute(one, ("sm", 768)).fetchone()[0] is None
-    for i in range(4):
-        sql.execute("SELECT dna.index_document('sm', 'Doc', %s, 'model text', dna.fake_embed('model text'), "
-                    "'other-384')", (f"o{i}",))
-    assert sql.execute(one, ("sm", None)).fetchone()[0] == "other-384"
-    vec = "array_fill(0.5::real, ARRAY[768])::vector"
-    for i in range(5):
-        sql.execute(f"SELECT dna.index_document('sm', 'Doc', %s, 'model text', {vec}, 'wide-768')", (f"w{i}",))
-    assert sql.execute(one, ("sm", None)).fetchone()[0] == "wide-768"
-    assert sql.execute(one, ("sm", 384)).fetchone()[0] == "other-384"
-    assert sql.execute(one, ("sm", 768)).fetchone()[0] == "wide-768"
-    sql.execute("SELECT dna.index_document('sm', 'Doc', 'f3', 'model text', dna.fake_embed('model text'), %s)", (FAKE,))
-    assert sql.execute(one, ("sm", 384)).fetchone()[0] == FAKE           # 4 and 4: the first model_id
-    remember(app, "mine", "a personal memory of the role", personal=True)
-    assert app.execute(one, (S, None)).fetchone()[0] == sql.execute(one, (S, None)).fetchone()[0] == FAKE
-    for scope in ("sm", S):
-        assert [r[0] for r in sql.execute("SELECT m.model_id FROM dna.scope_models(%s) AS m "
-                                          "ORDER BY m.documents DESC, m.model_id LIMIT 1", (scope,))] == \
-            [sql.execute(one, (scope, None)).fetchone()[0]]

@@ -13,18 +13,14 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-policy_bound (search_support.sql, search.sql, memory_verbs.sql; fragments before_/after_/undo_policy_bound.sql; issue 26 item 4):
+policy_bound (search.sql, memory_verbs.sql; fragments before_/after_/undo_policy_bound.sql; issue 26 item 4):
 the application role's statements keep the superuser's index conditions under row-level security. Every
 width table gets valid_from = lower(valid_at) (a generated, stored column) and its index
 dna_search_docs_<w>_valid_from reads it instead of the expression; dna.search's validity probe compares
 valid_from > valid_time (leakproof, so an index condition beneath the policy: before, the role filtered
 every row of the table). dna.recall's collapse step reads each hit's kind, name and tenant out of its JSON
 in a MATERIALIZED CTE and joins the search rows on those plain columns (an index probe per hit beneath
-the policy; before, the role hashed the whole scope). dna.scope_model (the model a search or recall without
-model_id reads; dna.recall now calls it) answers a scope holding one model from the first and last model_id
-of each width table, two index probes, and counts documents per model (dna.scope_models) only when there
-are several: before, every call counted every row of the scope, each through the policy. Answers are
-unchanged.
+the policy; before, the role hashed the whole scope). Answers are unchanged.
 """
 import sys
 from pathlib import Path
@@ -72,7 +68,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("search_support.sql", "search.sql", "memory_verbs.sql")
+CHANGED: tuple[str, ...] = ("search.sql", "memory_verbs.sql")
 
 
 def changed_files() -> list[str]:
