@@ -476,15 +476,20 @@ BEGIN
     -- dna.text_key, its text inside the other's, or a cosine >= duplicate_similarity between their vectors;
     -- a past text, ranked by a text its row does not hold, is compared by neither). explain: each hit's
     -- explain.collapsed names the memories collapsed into it. It keeps one more than the page's last rank,
-    -- so next_offset knows whether the ranking goes on.
+    -- so next_offset knows whether the ranking goes on. Each hit's key is read out of its JSON in a
+    -- MATERIALIZED h, so the join to the search rows compares plain columns (leakproof): beneath the
+    -- row-level-security policy it stays an index probe per hit (d.kind = h.hit ->> 'kind' is not
+    -- leakproof, and a role hashed the whole scope).
     IF diversity = 'collapse' AND jsonb_array_length(hits) > 1 THEN
         EXECUTE format(
-            'WITH h AS (SELECT e.value AS hit, e.ord::integer AS ord FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
+            'WITH h AS MATERIALIZED (SELECT e.value AS hit, e.ord::integer AS ord, e.value ->> ''kind'' AS kind,
+                                        e.value ->> ''name'' AS name, e.value ->> ''tenant'' AS tenant
+                                 FROM jsonb_array_elements($1) WITH ORDINALITY AS e(value, ord)),
              p AS MATERIALIZED (
                  SELECT h.ord, h.hit, CASE WHEN h.hit ->> ''ranked_by'' IS NULL THEN d.embedding END AS embedding,
-                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL AND dna.collapses_by_text(h.hit ->> ''kind'') THEN d.body END AS body
-                 FROM h LEFT JOIN %s AS d ON d.scope = $2 AND d.model_id = $3 AND d.kind = h.hit ->> ''kind''
-                                         AND d.name = h.hit ->> ''name'' AND d.tenant = h.hit ->> ''tenant'' AND d.passage = 0),
+                        CASE WHEN h.hit ->> ''ranked_by'' IS NULL AND dna.collapses_by_text(h.kind) THEN d.body END AS body
+                 FROM h LEFT JOIN %s AS d ON d.scope = $2 AND d.model_id = $3 AND d.kind = h.kind
+                                         AND d.name = h.name AND d.tenant = h.tenant AND d.passage = 0),
              x AS MATERIALIZED (
                  SELECT * FROM dna.diversify(ARRAY(SELECT p.embedding FROM p ORDER BY p.ord),
                                              ARRAY(SELECT p.body FROM p ORDER BY p.ord),

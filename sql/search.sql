@@ -242,14 +242,17 @@ BEGIN
     END IF;
     -- Validity at valid_time: documents of memories out of force then (forgotten, or valid from a
     -- later time) are left out of both lanes. The lexical lane cuts its scores before it can look at
-    -- documents, so it keeps that many more (two partial-index scans count them; usually few).
+    -- documents, so it keeps that many more (two index scans count them; usually few). The later ones
+    -- are found by the stored lower bound valid_from (= lower(valid_at)): its comparison is leakproof,
+    -- so it stays an index condition beneath a row-level-security policy (lower(valid_at) > $3 is not,
+    -- and a role filtered the whole table where the superuser's index scan read nothing).
     IF valid_time IS NOT NULL THEN
         EXECUTE format('SELECT count(*) FROM (
                             SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
                               AND t.valid_at IS NOT NULL AND NOT upper_inf(t.valid_at) AND NOT (t.valid_at @> $3)
                             UNION
                             SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
-                              AND t.valid_at IS NOT NULL AND lower(t.valid_at) > $3) AS r', tbl)
+                              AND t.valid_from > $3) AS r', tbl)
             INTO retired USING scope, model_id, valid_time;
     END IF;
 

@@ -60,6 +60,15 @@ round). ``dna.bm25_lane``'s exact path has a plain form with the memtable (no an
 when the partition has no tombstone or shadowed row). No schema change: a memtable of 1001-2000
 documents left by 0022 is sealed by the partition's next write; the downgrade restores 0022's texts
 (limit 2000, level-0 merge at 4) and drops ``dna.bm25_write_merge_cap``.
+
+policy_bound (search.sql, memory_verbs.sql; fragments before_/after_/undo_policy_bound.sql; issue 26 item 4):
+the application role's statements keep the superuser's index conditions under row-level security. Every
+width table gets valid_from = lower(valid_at) (a generated, stored column) and its index
+dna_search_docs_<w>_valid_from reads it instead of the expression; dna.search's validity probe compares
+valid_from > valid_time (leakproof, so an index condition beneath the policy: before, the role filtered
+every row of the table). dna.recall's collapse step reads each hit's kind, name and tenant out of its JSON
+in a MATERIALIZED CTE and joins the search rows on those plain columns (an index probe per hit beneath
+the policy; before, the role hashed the whole scope). Answers are unchanged.
 """
 import sys
 from pathlib import Path
