@@ -85,3 +85,40 @@ def test_an_unknown_command_suggests_the_one_meant(run):
     typo = run("serach", "x", code=2, dsn=False)
     assert "Did you mean 'search'?" in typo.stderr, typo.stderr       # typer's spelling guess still stands
 
+
+
+#: Django's ref/models/querysets.txt: a title in markup, the section a hit is in at the end of a long path.
+def _rst_title(title: str, mark: str, over: bool = False) -> str:
+    return (mark * len(title) + "\n" if over else "") + title + "\n" + mark * len(title) + "\n\n"
+
+
+QUERYSETS = (_rst_title("``QuerySet`` API reference", "=", over=True) + "Intro words about querysets.\n\n"
+             + _rst_title("``QuerySet`` API", "=") + _rst_title("Methods that return new ``QuerySet``\\s", "-")
+             + _rst_title("``select_related()``", "~") + ".. method:: select_related(*fields)\n\n"
+             + "Returns a QuerySet that will follow foreign-key relationships when it executes its query. " * 12 + "\n")
+
+
+def test_a_hits_heading_path_keeps_the_section_it_is_in(run, tmp_path, dna_dsn):
+    from types import SimpleNamespace
+
+    from pydna.cli_search import _hit_head, fit_heading
+
+    d = tmp_path / "docs"
+    (d / "ref" / "models").mkdir(parents=True)
+    (d / "ref" / "models" / "querysets.txt").write_text(QUERYSETS, encoding="utf-8")
+    run("index", d, "--scope", "qs", *FAKE)
+    for columns in ("200", "80"):
+        shown = CliRunner().invoke(app, ["--dsn", dna_dsn, "search", "follow foreign-key relationships", "--scope",
+                                         "qs", *FAKE, "-k", "1"], env={"COLUMNS": columns}).stdout
+        head = next(line for line in shown.splitlines() if "querysets.txt" in line)
+        assert head.rstrip().endswith("select_related()"), shown          # before: "… · ``QuerySet`` API refere…"
+        assert head.count("QuerySet API reference") <= 1 and "``" not in head, head
+    wide = CliRunner().invoke(app, ["--dsn", dna_dsn, "search", "follow foreign-key relationships", "--scope",
+                                    "qs", *FAKE, "-k", "1"], env={"COLUMNS": "200"}).stdout
+    assert "QuerySet API > Methods that return new QuerySets > select_related()" in wide, wide
+    assert fit_heading(["A", "B", "select_related()"], 40) == "A > B > select_related()"
+    assert fit_heading(["Long section one", "Methods", "select_related()"], 30) == "… > Methods > select_related()"
+    assert fit_heading(["Long section one", "select_related()"], 10) == "select_re…"
+    hit = SimpleNamespace(name="querysets.txt", title="QuerySet API reference", kind="Doc", tenant="",
+                          heading="``QuerySet`` API reference > ``QuerySet`` API > ``select_related()``")
+    assert str(_hit_head(1, hit, 40)).endswith("select_related()") and len(str(_hit_head(1, hit, 40))) <= 40
