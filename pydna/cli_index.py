@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pydna.client import Record
 
 from pydna.cli_files import (FORMATS, JSONL_SUFFIXES, MAX_DOCUMENT_BYTES, TEXT_SUFFIXES, BadFile, _file_record,
-                             _jsonl_records, _walk)
+                             _jsonl_records, _walk, include_hint)
 from pydna.cli_sources import UnchangedFilter, record_sources, warn_replaced
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
                         if jsonl else "")
                 globs = "".join([f" --include {g}" for g in include or []] + [f" --exclude {g}" for g in exclude or []])
                 raise CliError(f"{path}: no text files in this directory ({', '.join('*' + s for s in TEXT_SUFFIXES)}, "
-                               f"or without a suffix{', with' + globs if globs else ''}){hint}")
+                               f"or without a suffix{', with' + globs if globs else ''}){include_hint(path, include)}{hint}")
             skipped_elsewhere(path, jsonl, other)
             found = 0
             bad_before = len(stats["skipped_bad"])

@@ -122,3 +122,19 @@ def test_a_hits_heading_path_keeps_the_section_it_is_in(run, tmp_path, dna_dsn):
     hit = SimpleNamespace(name="querysets.txt", title="QuerySet API reference", kind="Doc", tenant="",
                           heading="``QuerySet`` API reference > ``QuerySet`` API > ``select_related()``")
     assert str(_hit_head(1, hit, 40)).endswith("select_related()") and len(str(_hit_head(1, hit, 40))) <= 40
+
+
+def test_an_include_naming_a_folder_or_a_misspelt_one_hints_the_glob_meant(run, tmp_path):
+    d = tmp_path / "docs"
+    (d / "topics" / "db").mkdir(parents=True)
+    (d / "topics" / "db" / "models.txt").write_text("Models define your data.\n", encoding="utf-8")
+    plain = run("index", d, "--scope", "inc", *FAKE, "--include", "topics/db", code=1).stderr
+    assert "no text files in this directory" in plain
+    assert "--include 'topics/db/**'" in plain, plain                     # before: no hint
+    typo = run("index", d, "--scope", "inc", *FAKE, "--include", "topic/db/**", code=1).stderr
+    assert "did you mean --include 'topics/db/**'?" in typo, typo
+    ext = run("index", d, "--scope", "inc", *FAKE, "--include", "topic/db/*.txt", code=1).stderr
+    assert "--include 'topics/db/*.txt'" in ext, ext
+    none = run("index", d, "--scope", "inc", *FAKE, "--include", "*.rst", code=1).stderr
+    assert "did you mean" not in none and "names a folder" not in none
+    assert run("index", d, "--scope", "inc", *FAKE, "--include", "topics/db/**").exit_code == 0
