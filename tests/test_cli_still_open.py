@@ -138,3 +138,17 @@ def test_an_include_naming_a_folder_or_a_misspelt_one_hints_the_glob_meant(run, 
     none = run("index", d, "--scope", "inc", *FAKE, "--include", "*.rst", code=1).stderr
     assert "did you mean" not in none and "names a folder" not in none
     assert run("index", d, "--scope", "inc", *FAKE, "--include", "topics/db/**").exit_code == 0
+
+
+def test_re_indexing_leads_with_what_changed(run, tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    for i in range(3):
+        (d / f"page{i}.txt").write_text(f"Page {i} holds words about models number {i}.\n", encoding="utf-8")
+    first = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert first[1].startswith("indexed 3 documents (3 files) into scope again"), first
+    same = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert same[1].startswith("nothing changed: 3 files unchanged in scope again"), same   # before: "indexed 3 …"
+    (d / "page1.txt").write_text("Page 1 now says something else.\n", encoding="utf-8")
+    one = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert one[1].startswith("indexed 1 changed of 3 documents (3 files; 2 unchanged) into scope again"), one
