@@ -189,7 +189,7 @@ def _hit_head(rank: int, h, width: int) -> Text:
     line = head
     if sections:
         room = width - len(head) - len(tail) - 3
-        if room < 16 and " · " in head:                   # the section before a long title: the name stays
+        if " · " in head and (room < 16 or len(sections[-1]) > room):   # the section before the title; the name stays
             head = head[: head.index(" · ")]
             room = width - len(head) - len(tail) - 3
         line = head + " · " + fit_heading(sections, room)

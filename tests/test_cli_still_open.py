@@ -122,6 +122,11 @@ def test_a_hits_heading_path_keeps_the_section_it_is_in(run, tmp_path, dna_dsn):
     hit = SimpleNamespace(name="querysets.txt", title="QuerySet API reference", kind="Doc", tenant="",
                           heading="``QuerySet`` API reference > ``QuerySet`` API > ``select_related()``")
     assert str(_hit_head(1, hit, 40)).endswith("select_related()") and len(str(_hit_head(1, hit, 40))) <= 40
+    # a last section too long beside the title: the title gives way, not the section
+    long = SimpleNamespace(name="topics/db/optimization.txt", title="Database access optimization", kind="Doc",
+                           tenant="", heading="Database access optimization > Retrieve everything at once > "
+                                              "Use ``QuerySet.select_related()`` and ``prefetch_related()``")
+    assert str(_hit_head(2, long, 100)) == " 2. topics/db/optimization.txt · … > Use QuerySet.select_related() and prefetch_related()"
 
 
 def test_an_include_naming_a_folder_or_a_misspelt_one_hints_the_glob_meant(run, tmp_path):
