@@ -281,6 +281,43 @@ def glob_match(rel: str, pattern: str) -> bool:
     return glob_regex(pattern).match(rel) is not None
 
 
+def include_hint(directory: Path, include: list[str] | None) -> str:
+    """Why ``--include`` globs that matched nothing under ``directory`` may be meant otherwise, as
+    ``"; …"`` text for an error (``""`` when there is nothing to say): a glob naming a folder
+    (``topics/db``) matches files, not folders, so ``'topics/db/**'`` is suggested; a glob whose folder
+    part names no folder (``topic/db/**``) gets the nearest folder's (``topics/db/**``, difflib)."""
+    import difflib
+
+    hints: list[str] = []
+    folders: list[str] | None = None
+    for g in include or []:
+        bare = g.removeprefix("./").rstrip("/")
+        parts = bare.split("/")
+        literal = []
+        for part in parts:
+            if any(c in part for c in "*?["):
+                break
+            literal.append(part)
+        rest = parts[len(literal):]
+        prefix = "/".join(literal)
+        if not prefix:
+            continue
+        if not rest and (directory / prefix).is_dir():
+            hints.append(f"'{g}' names a folder: --include '{prefix}/**' takes the files under it")
+            continue
+        if rest and (directory / prefix).is_dir():
+            continue
+        if len(literal) == 1 and not rest and "/" not in g:
+            continue                                     # a file name (README) matched anywhere: no folder meant
+        if folders is None:
+            folders = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")
+                             if p.is_dir() and not any(x.startswith(".") for x in p.relative_to(directory).parts))
+        near = difflib.get_close_matches(prefix, folders, n=1, cutoff=0.6)
+        if near:
+            hints.append(f"no folder '{prefix}' here: did you mean --include '{'/'.join([near[0], *(rest or ['**'])])}'?")
+    return "".join("; " + h for h in hints)
+
+
 def _walk(directory: Path, include: list[str] | None = None,
           exclude: list[str] | None = None) -> tuple[list[Path], list[Path], list[Path]]:
     """The files under ``directory``, recursively, sorted, in three lists: the text files indexed

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pydna.client import Record
 
 from pydna.cli_files import (FORMATS, JSONL_SUFFIXES, MAX_DOCUMENT_BYTES, TEXT_SUFFIXES, BadFile, _file_record,
-                             _jsonl_records, _walk)
+                             _jsonl_records, _walk, include_hint)
 from pydna.cli_sources import UnchangedFilter, record_sources, warn_replaced
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def collect_records(paths: list[Path], kind: str, tenant: str, name_prefix: str 
                         if jsonl else "")
                 globs = "".join([f" --include {g}" for g in include or []] + [f" --exclude {g}" for g in exclude or []])
                 raise CliError(f"{path}: no text files in this directory ({', '.join('*' + s for s in TEXT_SUFFIXES)}, "
-                               f"or without a suffix{', with' + globs if globs else ''}){hint}")
+                               f"or without a suffix{', with' + globs if globs else ''}){include_hint(path, include)}{hint}")
             skipped_elsewhere(path, jsonl, other)
             found = 0
             bad_before = len(stats["skipped_bad"])
@@ -382,8 +382,17 @@ def index(
         docs = f"{inputs.count} document{'s' if inputs.count != 1 else ''}"
         rows = f", {report.passages} passage{'s' if report.passages != 1 else ''}" \
             if report.passages != inputs.count else ""
-        out.print(f"indexed {docs}{rows} ({', '.join(sources)}) into scope "
-                  f"[bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})", soft_wrap=True)
+        where = f"scope [bold]{escape(scope)}[/] ({escape(', '.join(sorted(report.tables)))})"
+        changed = report.inserted + report.updated + report.embedded
+        if inputs.count and not changed and report.unchanged:       # what changed first: here, nothing
+            what = (f"{sources[0]} unchanged" if len(sources) == 1 and stats["files"]
+                    else f"{docs} unchanged ({', '.join(sources)})")
+            out.print(f"nothing changed: {what} in {where}", soft_wrap=True)
+        elif report.unchanged:
+            out.print(f"indexed {changed} changed of {docs} ({', '.join(sources)}; {report.unchanged} unchanged)"
+                      f"{rows} into {where}", soft_wrap=True)
+        else:
+            out.print(f"indexed {docs}{rows} ({', '.join(sources)}) into {where}", soft_wrap=True)
         out.print(f"  inserted {report.inserted} · updated {report.updated} · "
                   f"vector added to unchanged text {report.embedded} · unchanged {report.unchanged}", soft_wrap=True)
         out.print(f"  texts sent to the model: {report.embedded_texts} · model_id: {escape(choice.provider.model_id)}",

@@ -149,7 +149,7 @@ def recall(
             out.print(Text(line, style="dim"), soft_wrap=True)
     width = max(40, min(out.width, 120))
     for i, h in enumerate(result.hits, start=offset + 1):
-        out.print(_hit_head(i, h, width))
+        out.print(_hit_head(i, h, max(40, min(out.width, 200))))    # the whole terminal: a path is long
         body = _hit_text(h)
         if body:
             for line in snippet_lines(body, query, width - 4):
@@ -170,25 +170,51 @@ def _fmt(value: float | None, digits: int) -> str:
 
 
 def _hit_head(rank: int, h, width: int) -> Text:
-    """``' 1. name · title · heading [tenant]'``, cut to ``width``: name first, it identifies the hit."""
-    parts = [h.name]
-    if h.title and h.title not in (h.name, h.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
-        parts.append(h.title)
-    heading = getattr(h, "heading", None)
-    if heading and h.title and heading.startswith(h.title + " > "):
-        heading = heading[len(h.title) + 3:]              # a Markdown file's H1 is its title, shown already
-    if heading and heading != h.title:
-        parts.append(heading)
-    line = f"{rank:>2}. " + " · ".join(" ".join(p.split()) for p in parts)
-    if h.kind not in ("Doc",):
-        line += f" [{h.kind}]"
-    if h.tenant:
-        line += f" [tenant {h.tenant}]"
+    """``' 1. name · title · heading [tenant]'``, at most ``width``: name first, it identifies the hit;
+    the heading path (as prose, without a first section that repeats the title) keeps its tail, the
+    section the hit is in: leading sections give way to ``… >`` (:func:`fit_heading`)."""
+    from pydna.passages import plain_markup
+
+    def prose(x: str) -> str:                            # RST escapes too: ``QuerySet``\\s → QuerySets
+        return " ".join(re.sub(r"\\(.)", lambda m: "" if m.group(1) == " " else m.group(1), plain_markup(x)).split())
+
+    head = f"{rank:>2}. " + " ".join(h.name.split())
+    title = prose(h.title) if h.title else ""
+    if title and h.title not in (h.name, h.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
+        head += " · " + title
+    tail = (f" [{h.kind}]" if h.kind not in ("Doc",) else "") + (f" [tenant {h.tenant}]" if h.tenant else "")
+    sections = [prose(x) for x in (getattr(h, "heading", None) or "").split(" > ") if prose(x)]
+    if sections and title and sections[0] == title:
+        sections = sections[1:]                           # the document's first title is its title, shown already
+    line = head
+    if sections:
+        room = width - len(head) - len(tail) - 3
+        if " · " in head and (room < 16 or len(sections[-1]) > room):   # the section before the title; the name stays
+            head = head[: head.index(" · ")]
+            room = width - len(head) - len(tail) - 3
+        line = head + " · " + fit_heading(sections, room)
+    line += tail
     if len(line) > width:
         line = line[: width - 1] + "…"
     text = Text(line)
     text.stylize("bold", 4, 4 + len(h.name))
     return text
+
+
+def fit_heading(sections: list[str], width: int) -> str:
+    """``sections`` joined by ``" > "`` in at most ``width`` characters, keeping the tail: leading
+    sections dropped for ``"… > "``, the last one cut (``…``) when even ``"… > last"`` is too long."""
+    path = " > ".join(sections)
+    if len(path) <= width:
+        return path
+    for i in range(1, len(sections)):
+        tail = "… > " + " > ".join(sections[i:])
+        if len(tail) <= width:
+            return tail
+    last = "… > " + sections[-1]
+    if len(sections) > 1 and len(last) <= width:
+        return last
+    return sections[-1][: max(width - 1, 1)] + "…"
 
 
 def _hit_text(h) -> str:

@@ -417,7 +417,7 @@ def test_index_progress_bar_goes_to_stderr_and_leaves_stdout_alone(runner, dna_d
     plain = ok(invoke(runner, "--dsn", dna_dsn, "index", docs, jsonl, "--scope", "docs", *FAKE))
     lines = plain.stdout.splitlines()
     assert lines[0].startswith("embedder: ")
-    assert lines[1].startswith("indexed 5 documents (3 files, 2 JSONL records) into scope docs")
+    assert lines[1].startswith("nothing changed: 5 documents unchanged (3 files, 2 JSONL records) in scope docs")
     assert lines[2].strip().startswith("inserted 0 · updated 0 · vector added to unchanged text 0 · unchanged 5")
     assert "\x1b" not in plain.stdout and "indexing" not in plain.stdout
 

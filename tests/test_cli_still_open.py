@@ -85,3 +85,75 @@ def test_an_unknown_command_suggests_the_one_meant(run):
     typo = run("serach", "x", code=2, dsn=False)
     assert "Did you mean 'search'?" in typo.stderr, typo.stderr       # typer's spelling guess still stands
 
+
+
+#: Django's ref/models/querysets.txt: a title in markup, the section a hit is in at the end of a long path.
+def _rst_title(title: str, mark: str, over: bool = False) -> str:
+    return (mark * len(title) + "\n" if over else "") + title + "\n" + mark * len(title) + "\n\n"
+
+
+QUERYSETS = (_rst_title("``QuerySet`` API reference", "=", over=True) + "Intro words about querysets.\n\n"
+             + _rst_title("``QuerySet`` API", "=") + _rst_title("Methods that return new ``QuerySet``\\s", "-")
+             + _rst_title("``select_related()``", "~") + ".. method:: select_related(*fields)\n\n"
+             + "Returns a QuerySet that will follow foreign-key relationships when it executes its query. " * 12 + "\n")
+
+
+def test_a_hits_heading_path_keeps_the_section_it_is_in(run, tmp_path, dna_dsn):
+    from types import SimpleNamespace
+
+    from pydna.cli_search import _hit_head, fit_heading
+
+    d = tmp_path / "docs"
+    (d / "ref" / "models").mkdir(parents=True)
+    (d / "ref" / "models" / "querysets.txt").write_text(QUERYSETS, encoding="utf-8")
+    run("index", d, "--scope", "qs", *FAKE)
+    for columns in ("200", "80"):
+        shown = CliRunner().invoke(app, ["--dsn", dna_dsn, "search", "follow foreign-key relationships", "--scope",
+                                         "qs", *FAKE, "-k", "1"], env={"COLUMNS": columns}).stdout
+        head = next(line for line in shown.splitlines() if "querysets.txt" in line)
+        assert head.rstrip().endswith("select_related()"), shown          # before: "… · ``QuerySet`` API refere…"
+        assert head.count("QuerySet API reference") <= 1 and "``" not in head, head
+    wide = CliRunner().invoke(app, ["--dsn", dna_dsn, "search", "follow foreign-key relationships", "--scope",
+                                    "qs", *FAKE, "-k", "1"], env={"COLUMNS": "200"}).stdout
+    assert "QuerySet API > Methods that return new QuerySets > select_related()" in wide, wide
+    assert fit_heading(["A", "B", "select_related()"], 40) == "A > B > select_related()"
+    assert fit_heading(["Long section one", "Methods", "select_related()"], 30) == "… > Methods > select_related()"
+    assert fit_heading(["Long section one", "select_related()"], 10) == "select_re…"
+    hit = SimpleNamespace(name="querysets.txt", title="QuerySet API reference", kind="Doc", tenant="",
+                          heading="``QuerySet`` API reference > ``QuerySet`` API > ``select_related()``")
+    assert str(_hit_head(1, hit, 40)).endswith("select_related()") and len(str(_hit_head(1, hit, 40))) <= 40
+    # a last section too long beside the title: the title gives way, not the section
+    long = SimpleNamespace(name="topics/db/optimization.txt", title="Database access optimization", kind="Doc",
+                           tenant="", heading="Database access optimization > Retrieve everything at once > "
+                                              "Use ``QuerySet.select_related()`` and ``prefetch_related()``")
+    assert str(_hit_head(2, long, 100)) == " 2. topics/db/optimization.txt · … > Use QuerySet.select_related() and prefetch_related()"
+
+
+def test_an_include_naming_a_folder_or_a_misspelt_one_hints_the_glob_meant(run, tmp_path):
+    d = tmp_path / "docs"
+    (d / "topics" / "db").mkdir(parents=True)
+    (d / "topics" / "db" / "models.txt").write_text("Models define your data.\n", encoding="utf-8")
+    plain = run("index", d, "--scope", "inc", *FAKE, "--include", "topics/db", code=1).stderr
+    assert "no text files in this directory" in plain
+    assert "--include 'topics/db/**'" in plain, plain                     # before: no hint
+    typo = run("index", d, "--scope", "inc", *FAKE, "--include", "topic/db/**", code=1).stderr
+    assert "did you mean --include 'topics/db/**'?" in typo, typo
+    ext = run("index", d, "--scope", "inc", *FAKE, "--include", "topic/db/*.txt", code=1).stderr
+    assert "--include 'topics/db/*.txt'" in ext, ext
+    none = run("index", d, "--scope", "inc", *FAKE, "--include", "*.rst", code=1).stderr
+    assert "did you mean" not in none and "names a folder" not in none
+    assert run("index", d, "--scope", "inc", *FAKE, "--include", "topics/db/**").exit_code == 0
+
+
+def test_re_indexing_leads_with_what_changed(run, tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    for i in range(3):
+        (d / f"page{i}.txt").write_text(f"Page {i} holds words about models number {i}.\n", encoding="utf-8")
+    first = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert first[1].startswith("indexed 3 documents (3 files) into scope again"), first
+    same = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert same[1].startswith("nothing changed: 3 files unchanged in scope again"), same   # before: "indexed 3 …"
+    (d / "page1.txt").write_text("Page 1 now says something else.\n", encoding="utf-8")
+    one = run("index", d, "--scope", "again", *FAKE).stdout.splitlines()
+    assert one[1].startswith("indexed 1 changed of 3 documents (3 files; 2 unchanged) into scope again"), one

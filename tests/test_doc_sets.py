@@ -130,12 +130,16 @@ def test_no_passage_is_titles_alone_and_a_new_splitter_re_splits(run, tmp_path, 
     real, fold = pydna.passages.splitter_fingerprint, pydna.passages.fold_heading_only
     monkeypatch.setattr(pydna.passages, "splitter_fingerprint", lambda: real().split("; title-only")[0])
     monkeypatch.setattr(pydna.passages, "fold_heading_only", lambda text, heads, spans: spans)
+    markup = pydna.passages.PassageSplitter._fold_markup_only             # titles are markup too
+    monkeypatch.setattr(pydna.passages.PassageSplitter, "_fold_markup_only",
+                        lambda self, text, heads, spans: (spans, [a for a, _ in spans]))
     run("index", d, "--scope", "titles", *FAKE)                         # as indexed by the splitter before
     before = sql.execute("SELECT heading FROM dna.dna_search_docs_384 WHERE scope = 'titles' AND passage = 0"
                          ).fetchone()[0]
     assert before == "Cache"                                            # the title alone was a passage
     monkeypatch.setattr(pydna.passages, "splitter_fingerprint", real)
     monkeypatch.setattr(pydna.passages, "fold_heading_only", fold)
+    monkeypatch.setattr(pydna.passages.PassageSplitter, "_fold_markup_only", markup)
     again = json.loads(run("index", d, "--scope", "titles", *FAKE, "--json").stdout)
     assert again["unchanged"] == 0 and again["updated"] == 1            # another splitter: split again
     rows = _rows(sql, "titles")
@@ -148,3 +152,43 @@ def test_no_passage_is_titles_alone_and_a_new_splitter_re_splits(run, tmp_path, 
     assert same["unchanged"] == 1 and same["updated"] == 0
     hits = json.loads(run("search", "cache", "--scope", "titles", *FAKE, "--json").stdout)["hits"]
     assert hits and hits[0]["heading"] != "Cache"
+
+
+#: Django's topics/db/sql.txt shape: an anonymous target and a label right before a title, after a full paragraph.
+FULL = "Raw queries run the SQL you pass and map each row to a model instance. " * 11
+TARGETS = ("Raw SQL\n=======\n\nPassing parameters\n------------------\n\n" + FULL + "\n\nSee `SQL injection`__.\n\n"
+           + FULL + "\n\n__ https://en.wikipedia.org/wiki/SQL_injection\n\n.. _executing-custom-sql:\n\n"
+           + "Executing custom SQL directly\n=============================\n\n" + FULL.replace("Raw", "Cursor") + "\n")
+
+
+def test_no_passage_is_rst_markup_alone_and_a_new_splitter_re_splits(run, tmp_path, sql, monkeypatch):
+    """Before, ``__ https://…\\n\\n.. _executing-custom-sql:`` was a passage of its own under the previous
+    section's path and ranked first for "SQL injection"; now the target and label open the next section's
+    passage, and the splitter's fingerprint makes a folder indexed before split again once."""
+    import pydna.passages
+
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "sql.txt").write_text(TARGETS, encoding="utf-8")
+    real, starts = pydna.passages.splitter_fingerprint, pydna.passages.rst_section_starts
+    fold = pydna.passages.PassageSplitter._fold_markup_only
+    monkeypatch.setattr(pydna.passages, "splitter_fingerprint", lambda: real().split("; RST markup")[0])
+    monkeypatch.setattr(pydna.passages, "rst_section_starts", lambda text, heads: heads)
+    monkeypatch.setattr(pydna.passages.PassageSplitter, "_fold_markup_only",
+                        lambda self, text, heads, spans: (spans, [a for a, _ in spans]))
+    run("index", d, "--scope", "targets", *FAKE)                        # as indexed by the splitter before
+    body = "SELECT body, heading FROM dna.dna_search_docs_384 WHERE scope = 'targets' ORDER BY passage"
+    assert any(b.startswith("__ https") and h == "Raw SQL > Passing parameters" for b, h in sql.execute(body))
+    monkeypatch.setattr(pydna.passages, "splitter_fingerprint", real)
+    monkeypatch.setattr(pydna.passages, "rst_section_starts", starts)
+    monkeypatch.setattr(pydna.passages.PassageSplitter, "_fold_markup_only", fold)
+    again = json.loads(run("index", d, "--scope", "targets", *FAKE, "--json").stdout)
+    assert again["unchanged"] == 0 and again["updated"] == 1            # another splitter: split again
+    rows = sql.execute(body).fetchall()
+    opening = [(b, h) for b, h in rows if "_executing-custom-sql:" in b]
+    assert len(opening) == 1 and opening[0][1] == "Executing custom SQL directly" and "Cursor queries" in opening[0][0]
+    assert not any(b.lstrip().startswith("__ https") and "Cursor" not in b for b, _ in rows)
+    same = json.loads(run("index", d, "--scope", "targets", *FAKE, "--json").stdout)
+    assert same["unchanged"] == 1 and same["updated"] == 0
+    hits = json.loads(run("search", "SQL injection", "--scope", "targets", *FAKE, "--json").stdout)["hits"]
+    assert hits and not any(h.get("snippet", "").strip().startswith("__") for h in hits)

@@ -15,7 +15,7 @@ from pgvector.psycopg import register_vector
 import pydna
 from test_bulk_ingest import CountingEmbedder  # the fake embedder, counting what it embeds
 from pydna.passages import (PassageSplitter, fold_heading_only, heading_path, headings_only, markdown_headings,
-                            rst_headings, splitter_fingerprint, text_format)
+                            rst_headings, rst_markup_only, rst_section_starts, splitter_fingerprint, text_format)
 
 MODEL = "dna-fake-hash-v1"
 
@@ -331,3 +331,42 @@ def test_the_document_door_checks_scope_and_kind_by_the_name_rule(vsql, call):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="invalid (scope|kind)"):
         vsql.execute(call, (MODEL,))
     assert vsql.execute("SELECT count(*) FROM dna.dna_search_docs_384").fetchone()[0] == 0
+
+
+#: Django's RST shapes (topics/db/sql.txt, queries.txt, ref/models/fields.txt): labels and link targets right
+#: before a title, a title followed by directive lines only. Before, each was a passage with no prose
+#: ("__ https://…\n\n.. _executing-custom-sql:" under the previous section's path) and ranked first.
+FULL = "Raw queries run the SQL you pass and map each row to a model instance. " * 11
+MARKUP = ("Raw SQL\n=======\n\nPassing parameters\n------------------\n\n" + FULL
+          + "\n\nDo not quote placeholders: see `SQL injection`__.\n\n" + FULL
+          + "\n\n__ https://en.wikipedia.org/wiki/SQL_injection\n\n.. _executing-custom-sql:\n\n"
+          + "Executing custom SQL directly\n=============================\n\n" + FULL
+          + "\n\n.. _containment-and-key-lookups:\n\nContainment and key lookups\n---------------------------\n\n"
+          + ".. fieldlookup:: jsonfield.contains\n\n" + FULL.replace("Raw queries", "Contains lookups")
+          + "\n\nField types\n===========\n\n.. currentmodule:: django.db.models\n\n"
+          + "``AutoField``\n-------------\n\n" + FULL.replace("Raw queries", "AutoField columns")
+          + "\n\n.. _covering indexes: https://www.postgresql.org/docs/current/indexes-index-only-scans.html\n")
+
+
+def test_rst_labels_targets_and_directive_lines_are_never_a_passage_alone():
+    parts = PassageSplitter(None).split(MARKUP, "rst")
+    titles = {h.title for h in rst_headings(MARKUP)}
+    assert [p.ordinal for p in parts] == list(range(len(parts)))
+    for p in parts:
+        assert MARKUP[p.char_start:p.char_end] == p.text
+        assert not rst_markup_only(p.text, titles), p                       # every passage holds prose
+    # the target and label before a title go with that section, not the end of the one before
+    custom = next(p for p in parts if "_executing-custom-sql:" in p.text)
+    assert custom.heading == "Executing custom SQL directly"
+    assert "Executing custom SQL directly" in custom.text and "Raw queries run" in custom.text
+    assert not any("_executing-custom-sql" in p.text for p in parts if p.heading.startswith("Raw SQL"))
+    contains = next(p for p in parts if "fieldlookup::" in p.text)
+    assert contains.heading == "Executing custom SQL directly > Containment and key lookups"
+    assert "Contains lookups" in contains.text
+    auto = next(p for p in parts if "currentmodule::" in p.text)
+    assert auto.heading == "Field types > ``AutoField``" and "AutoField columns" in auto.text
+    assert "covering indexes" not in parts[-1].text or "AutoField columns" in parts[-1].text
+    assert rst_markup_only(".. _x:\n\nT\n===\n\n.. currentmodule:: a.b\n__ http://x\n", {"T"})
+    assert not rst_markup_only(".. note::\n\n    Some words.\n", set())
+    assert [h.start for h in rst_section_starts("x\n\n.. _l:\n\nT\n===\n", rst_headings("x\n\n.. _l:\n\nT\n===\n"))] == [3]
+    assert "RST markup-only windows folded" in splitter_fingerprint()      # so `dna index` re-splits
