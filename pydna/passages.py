@@ -207,10 +207,10 @@ class PassageSplitter:
         topics/db + ref/models before): it is folded into the next window, which then starts where it
         started when both fit ``max_tokens + OVERLAP_TOKENS`` (232 tokens: the title still fits the
         embedder's 256; so its directive arguments such as
-        ``.. class:: Value(value)`` stay searchable), else its span is left uncovered. Returns the spans
+        ``.. class:: Value(value)`` stay searchable), else it stays a passage of its own. Returns the spans
         and the offset whose heading path each passage takes: its first line of prose, so the path
         names the section whose prose the passage opens on, folded titles included. A last such window joins
-        the one before under the same bound, else is left out; a text of such windows alone stays."""
+        the one before under the same bound, else stays alone; no text is left out."""
         titles = {h.title for h in heads}
         out: list[tuple[int, int]] = []
         at: list[int] = []
@@ -220,14 +220,18 @@ class PassageSplitter:
                 if i + 1 < len(spans):
                     pending = a if pending is None else pending
                     continue
-                if out and pending is None:          # the last window: into the one before, or left out
+                if out and pending is None:          # the last window: into the one before, or alone
                     pa, pb = out[-1]
                     if self._size(text[pa:b]) <= self.max_tokens + OVERLAP_TOKENS:
                         out[-1] = (pa, b)
-                    break
+                        break
             start = a
-            if pending is not None and self._size(text[pending:b]) <= self.max_tokens + OVERLAP_TOKENS:
-                start = pending
+            if pending is not None:
+                if self._size(text[pending:b]) <= self.max_tokens + OVERLAP_TOKENS:
+                    start = pending
+                else:                                # too long to join: a passage of its own (nothing is lost)
+                    out.append((pending, a))
+                    at.append(pending)
             pending = None
             out.append((start, b))
             at.append(a + (rst_first_prose(text[a:b], titles) or 0))

@@ -370,3 +370,15 @@ def test_rst_labels_targets_and_directive_lines_are_never_a_passage_alone():
     assert not rst_markup_only(".. note::\n\n    Some words.\n", set())
     assert [h.start for h in rst_section_starts("x\n\n.. _l:\n\nT\n===\n", rst_headings("x\n\n.. _l:\n\nT\n===\n"))] == [3]
     assert "RST markup-only windows folded" in splitter_fingerprint()      # so `dna index` re-splits
+
+
+def test_rst_markup_too_long_to_join_stays_a_passage_of_its_own():
+    # a window of directive lines alone (class signatures) that cannot join the next passage within
+    # 232 tokens is kept as a passage of its own: its signatures stay searchable, no text is left out
+    sigs = "\n".join(f".. class:: Trunc{i}(expression, output_field=None, tzinfo=None, **extra)" for i in range(40))
+    prose = " ".join(f"word{i}" for i in range(190))
+    text = f"Functions\n=========\n\n{sigs}\n\nDetails\n-------\n\n{prose}\n"
+    parts = PassageSplitter(None).split(text, "rst")
+    covered = "".join(p.text for p in parts)
+    for i in (0, 20, 39):
+        assert f"Trunc{i}(" in covered
