@@ -39,6 +39,14 @@ duplicate_similarity / mmr_lambda where used) in the stored args from the answer
 ``dna.receipt_diversity``); dna.replay runs a receipt that recorded none with the one it ran with: its
 answer's account (taken at 0022), else 'off' (taken before 0022_first_week). Stored receipts are not
 rewritten (tests/test_receipt_diversity.py, tests/test_receipt_diversity_migration.py).
+
+snippet_words (search_support.sql; new-user trial, highlights): a search highlight dropped the words
+between its two fragments when they touched ("Django has a couple … options" for "a couple of options",
+"on_commit … allows" for "`on_commit` allows"): ts_headline starts a second fragment that grew back to
+the first one past short words and punctuation. dna.identifier_headline now gives back the body's text
+between two fragments when it holds only punctuation, stop words and words of 3 characters or fewer (at
+most 120 characters); any other gap stays " … ". No schema change (tests/test_snippet_words.py,
+tests/test_snippet_words_migration.py).
 """
 import sys
 from pathlib import Path
@@ -86,7 +94,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search_support.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:
