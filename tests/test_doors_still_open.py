@@ -104,3 +104,44 @@ def test_mcp_logs_the_name_of_a_refused_argument(door_world, caplog):
         anyio.run(main)
     finally:
         door.close()
+
+
+def test_mcp_names_the_argument_that_holds_a_nul_byte(door_world):
+    """A NUL byte in an argument is refused at the door naming the argument, as REST names the field
+    (before: the driver's "PostgreSQL text fields cannot contain NUL (0x00) bytes", naming nothing)."""
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as alice:
+            for tool, args, where in (("recall", {"query": "a\u0000b"}, "query"),
+                                      ("remember", {"summary": "x", "metadata": {"k": "a\u0000"}}, "metadata.k"),
+                                      ("remember_many", {"items": [{"summary": "a\u0000"}]}, "items[0].summary")):
+                refused = await alice.call_tool(tool, args)
+                assert refused.is_error, (tool, refused)
+                text = refused.content[0].text
+                assert text.startswith(f"argument {where!r} holds a NUL byte (U+0000)"), text
+                assert "0x00" not in text, text
+                err = refused.structured_content["error"]
+                assert err["status"] == 422 and err["field"] == where, err
+            assert (await alice.call_tool("list_memories", {})).structured_content["total"] == 0
+    try:
+        anyio.run(main)
+    finally:
+        door.close()
+
+
+def test_mcp_unknown_argument_refusal_is_just_the_refusal(door_world):
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as alice:
+            refused = await alice.call_tool("remember", {"text": "Deploys happen on Thursdays"})
+            assert refused.is_error
+            text = refused.content[0].text
+            assert text.startswith("unknown argument 'text' (did you mean 'summary'?)"), text
+            assert "validation error" not in text and "type=" not in text and "Arguments" not in text, text
+            assert refused.structured_content["error"]["field"] == "text"
+    try:
+        anyio.run(main)
+    finally:
+        door.close()
