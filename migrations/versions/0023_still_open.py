@@ -47,6 +47,13 @@ the first one past short words and punctuation. dna.identifier_headline now give
 between two fragments when it holds only punctuation, stop words and words of 3 characters or fewer (at
 most 120 characters); any other gap stays " … ". No schema change (tests/test_snippet_words.py,
 tests/test_snippet_words_migration.py).
+
+scope_hint (memory_verbs.sql; new-user trial, misspelt scope): dna.get_memory, dna.memory_history and
+the write verbs (forget, revive, ...) of a memory in a scope under which no row the caller can see
+stands answered P0002 with "Nearest Engram names here: none". dna.memory_not_found's hint now names the
+nearest scopes then ("Scope 'trialmme' has no documents or memories you can see; nearest scopes:
+'trialmem'"), as reads of a missing scope do; a scope with rows keeps the nearest names. No schema change
+(tests/test_scope_hint.py, tests/test_scope_hint_migration.py).
 """
 import sys
 from pathlib import Path
