@@ -145,3 +145,29 @@ def test_mcp_unknown_argument_refusal_is_just_the_refusal(door_world):
         anyio.run(main)
     finally:
         door.close()
+
+
+def test_batch_and_401_refusals_point_at_what_exists(door_world):
+    """`memories` on the batch route means `items` (REST and MCP share the synonym table); the 401 for a
+    missing key names the CLI's `dna keys create` beside the SQL."""
+    app = create_app(door_world.dsn_of("door"), FakeEmbeddingProvider(), scope=SCOPE, max_size=2)
+    with TestClient(app) as client:
+        alice = auth(door_world.keys["alice"])
+        batch = client.post("/v1/memories/batch", headers=alice, json={"memories": [{"summary": "a"}]})
+        assert batch.status_code == 422, batch.text
+        assert "unknown field 'memories' (did you mean 'items'?)" in batch.json()["error"]["message"], batch.json()
+        anonymous = client.get("/v1/memories")
+        assert anonymous.status_code == 401
+        message = anonymous.json()["error"]["message"]
+        assert "dna keys create <role>" in message and "dna.create_api_key" in message, message
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as mcp:
+            refused = await mcp.call_tool("remember_many", {"memories": [{"summary": "a"}]})
+            assert refused.is_error
+            assert refused.content[0].text.startswith("unknown argument 'memories' (did you mean 'items'?)")
+    try:
+        anyio.run(main)
+    finally:
+        door.close()

@@ -98,7 +98,8 @@ def delete_refused(name: str, forget: str) -> DoorError:
 # Names other memory APIs give these arguments (mem0, Zep, Letta): a refusal's hint names ours.
 SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal",
-            "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset"}
+            "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset",
+            "memories": "items", "messages": "turns"}  # a batch's list (remember_many), a conversation's
 
 
 def nearest_name(name: str, known: Sequence[str]) -> str | None:
