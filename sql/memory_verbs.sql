@@ -53,7 +53,14 @@ AS $$
 #variable_conflict use_variable
 BEGIN
     -- Most often a typo: the hint names the nearest names of the partition (dna.nearest_names over
-    -- the 200 names beside it in sort order, so that the error path stays cheap in a large scope).
+    -- the 200 names beside it in sort order, so that the error path stays cheap in a large scope), or,
+    -- when no row the caller can see stands under the scope (a misspelt scope), the nearest scopes.
+    IF NOT dna.scope_exists(scope) THEN
+        RAISE EXCEPTION '%: no %/% in scope % (tenant %)', verb, kind, name, quote_literal(scope), quote_literal(tenant)
+            USING ERRCODE = 'P0002',
+                  HINT = format('Scope %s has no documents or memories you can see; nearest scopes: %s '
+                                '(dna.scopes() lists them).', quote_literal(scope), dna.nearest_scopes_text(scope, 3));
+    END IF;
     RAISE EXCEPTION '%: no %/% in scope % (tenant %)', verb, kind, name, quote_literal(scope), quote_literal(tenant)
         USING ERRCODE = 'P0002',
               HINT = format('Nearest %s names here: %s (dna.list_memories lists them).', kind,
@@ -73,7 +80,9 @@ $$;
 COMMENT ON FUNCTION dna.memory_not_found(text, text, text, text, text) IS
 'Internal (dna.lock_memory for the write verbs, dna.get_memory, dna.memory_history): raises P0002 '
 '"<verb>: no <kind>/<name> in scope … (tenant …)" with the nearest names of the partition in the hint '
-'(dna.nearest_names over the 200 names beside it).';
+'(dna.nearest_names over the 200 names beside it); when no row the caller can see stands under the scope '
+'(dna.scope_exists false: most often a misspelt scope), the hint names the nearest scopes instead '
+'(dna.nearest_scopes_text): "Scope ''x'' has no documents or memories you can see; nearest scopes: …".';
 
 DROP FUNCTION IF EXISTS dna.lock_memory(text, text, text, text);  -- before required_by
 CREATE OR REPLACE FUNCTION dna.lock_memory(scope text, kind text, name text, tenant text,

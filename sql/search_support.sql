@@ -355,6 +355,14 @@ DECLARE
     core text;
     mid text;
     r record;
+    -- ts_headline's fragments are joined by a character body does not hold, then rejoined below.
+    cut text := CASE WHEN strpos(body, chr(57344)) = 0 THEN chr(57344) ELSE ' … ' END;
+    headline text;
+    parts text[];
+    plain text;
+    apart text;
+    tail integer;  -- where the fragment before ends in body
+    hit integer;
 BEGIN
     IF query IS NULL OR body IS NULL THEN
         RETURN NULL;
@@ -373,12 +381,38 @@ BEGIN
     IF extra IS NOT NULL THEN
         query := query || extra::tsquery;
     END IF;
+    headline := ts_headline(cfg, body, query,
+                            'StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter="'
+                            || cut || '"');
+    -- Two fragments that the words between them do not part are one: ts_headline starts a fragment
+    -- that grew back to the one before it past short words (3 characters or fewer) and punctuation,
+    -- and would show "a couple … options" for "a couple of options". The text between them in body
+    -- comes back when it holds nothing but such words, stop words and punctuation (at most 120
+    -- characters); any other gap stays " … ".
+    IF cut <> ' … ' AND strpos(headline, cut) > 0 THEN
+        parts := string_to_array(headline, cut);
+        headline := parts[1];
+        plain := replace(replace(parts[1], '«', ''), '»', '');
+        hit := strpos(body, plain);
+        tail := CASE WHEN hit > 0 THEN hit + length(plain) END;
+        FOR i IN 2 .. cardinality(parts) LOOP
+            plain := replace(replace(parts[i], '«', ''), '»', '');
+            hit := CASE WHEN tail IS NULL THEN 0 ELSE strpos(substr(body, tail), plain) END;
+            apart := CASE WHEN hit > 0 THEN substr(body, tail, hit - 1) END;
+            IF apart IS NOT NULL AND length(apart) <= 120
+               AND NOT EXISTS (SELECT 1 FROM regexp_split_to_table(apart, '[^[:alnum:]_]+') AS w (w)
+                               WHERE length(w.w) > 3 AND to_tsvector(cfg, w.w) <> ''::tsvector) THEN
+                headline := headline || apart || parts[i];
+            ELSE
+                headline := headline || ' … ' || parts[i];
+            END IF;
+            tail := CASE WHEN hit > 0 THEN tail + hit - 1 + length(plain) END;
+        END LOOP;
+    END IF;
     -- Marks that fall inside an identifier (on_«commit», «transaction.on»_«commit») widen to all of it;
     -- dots before or after it stay outside the marks.
     FOR r IN SELECT m[1] AS gap, m[2] AS run
-             FROM regexp_matches(ts_headline(cfg, body, query,
-                                 'StartSel=«, StopSel=», MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'),
-                                 '([^A-Za-z0-9_.«»]*)([A-Za-z0-9_.«»]*)', 'g') AS m LOOP
+             FROM regexp_matches(headline, '([^A-Za-z0-9_.«»]*)([A-Za-z0-9_.«»]*)', 'g') AS m LOOP
         IF strpos(r.run, '«') = 0 THEN
             out := out || r.gap || r.run;
         ELSE
@@ -392,6 +426,13 @@ BEGIN
     RETURN out;
 END
 $$;
+
+COMMENT ON FUNCTION dna.identifier_headline(regconfig, text, tsquery) IS
+'The highlight of body for a query: ts_headline(cfg, body, query) with matches marked «like this» (MaxWords=40, '
+'MinWords=15, up to 2 fragments joined by " … "), an identifier of body that the query names marked whole '
+'(«transaction.on_commit»). Two fragments parted only by punctuation, stop words and words of 3 characters '
+'or fewer (at most 120 characters) are shown as one, with the text between them: no word is dropped '
+'between fragments that touch. NULL when body or query is NULL. Pure.';
 
 CREATE OR REPLACE FUNCTION dna.lexical_query(query text, config regconfig DEFAULT 'english')
 RETURNS tsquery

@@ -104,3 +104,70 @@ def test_mcp_logs_the_name_of_a_refused_argument(door_world, caplog):
         anyio.run(main)
     finally:
         door.close()
+
+
+def test_mcp_names_the_argument_that_holds_a_nul_byte(door_world):
+    """A NUL byte in an argument is refused at the door naming the argument, as REST names the field
+    (before: the driver's "PostgreSQL text fields cannot contain NUL (0x00) bytes", naming nothing)."""
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as alice:
+            for tool, args, where in (("recall", {"query": "a\u0000b"}, "query"),
+                                      ("remember", {"summary": "x", "metadata": {"k": "a\u0000"}}, "metadata.k"),
+                                      ("remember_many", {"items": [{"summary": "a\u0000"}]}, "items[0].summary")):
+                refused = await alice.call_tool(tool, args)
+                assert refused.is_error, (tool, refused)
+                text = refused.content[0].text
+                assert text.startswith(f"argument {where!r} holds a NUL byte (U+0000)"), text
+                assert "0x00" not in text, text
+                err = refused.structured_content["error"]
+                assert err["status"] == 422 and err["field"] == where, err
+            assert (await alice.call_tool("list_memories", {})).structured_content["total"] == 0
+    try:
+        anyio.run(main)
+    finally:
+        door.close()
+
+
+def test_mcp_unknown_argument_refusal_is_just_the_refusal(door_world):
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as alice:
+            refused = await alice.call_tool("remember", {"text": "Deploys happen on Thursdays"})
+            assert refused.is_error
+            text = refused.content[0].text
+            assert text.startswith("unknown argument 'text' (did you mean 'summary'?)"), text
+            assert "validation error" not in text and "type=" not in text and "Arguments" not in text, text
+            assert refused.structured_content["error"]["field"] == "text"
+    try:
+        anyio.run(main)
+    finally:
+        door.close()
+
+
+def test_batch_and_401_refusals_point_at_what_exists(door_world):
+    """`memories` on the batch route means `items` (REST and MCP share the synonym table); the 401 for a
+    missing key names the CLI's `dna keys create` beside the SQL."""
+    app = create_app(door_world.dsn_of("door"), FakeEmbeddingProvider(), scope=SCOPE, max_size=2)
+    with TestClient(app) as client:
+        alice = auth(door_world.keys["alice"])
+        batch = client.post("/v1/memories/batch", headers=alice, json={"memories": [{"summary": "a"}]})
+        assert batch.status_code == 422, batch.text
+        assert "unknown field 'memories' (did you mean 'items'?)" in batch.json()["error"]["message"], batch.json()
+        anonymous = client.get("/v1/memories")
+        assert anonymous.status_code == 401
+        message = anonymous.json()["error"]["message"]
+        assert "dna keys create <role>" in message and "dna.create_api_key" in message, message
+    server, door = create_server(door_world.dsn_of("alice"), FakeEmbeddingProvider(), scope=SCOPE)
+
+    async def main():
+        async with Client(server) as mcp:
+            refused = await mcp.call_tool("remember_many", {"memories": [{"summary": "a"}]})
+            assert refused.is_error
+            assert refused.content[0].text.startswith("unknown argument 'memories' (did you mean 'items'?)")
+    try:
+        anyio.run(main)
+    finally:
+        door.close()

@@ -525,5 +525,6 @@ def test_forget_of_an_unknown_name_hints_the_nearest_names(sql):
             raise AssertionError(f"{verb} of an unknown name was not refused")
     try:
         sql.execute("SELECT dna.forget('empty-scope', 'x')")
-    except psycopg.errors.NoDataFound as err:
-        assert "here: none" in err.diag.message_hint
+    except psycopg.errors.NoDataFound as err:   # a scope with no rows: the nearest scopes (0023 scope_hint)
+        assert "Scope 'empty-scope' has no documents or memories" in err.diag.message_hint, err.diag.message_hint
+        assert "nearest scopes: 'hint'" in err.diag.message_hint, err.diag.message_hint

@@ -69,6 +69,21 @@ valid_from > valid_time (leakproof, so an index condition beneath the policy: be
 every row of the table). dna.recall's collapse step reads each hit's kind, name and tenant out of its JSON
 in a MATERIALIZED CTE and joins the search rows on those plain columns (an index probe per hit beneath
 the policy; before, the role hashed the whole scope). Answers are unchanged.
+
+snippet_words (search_support.sql; new-user trial, highlights): a search highlight dropped the words
+between its two fragments when they touched ("Django has a couple … options" for "a couple of options",
+"on_commit … allows" for "`on_commit` allows"): ts_headline starts a second fragment that grew back to
+the first one past short words and punctuation. dna.identifier_headline now gives back the body's text
+between two fragments when it holds only punctuation, stop words and words of 3 characters or fewer (at
+most 120 characters); any other gap stays " … ". No schema change (tests/test_snippet_words.py,
+tests/test_snippet_words_migration.py).
+
+scope_hint (memory_verbs.sql; new-user trial, misspelt scope): dna.get_memory, dna.memory_history and
+the write verbs (forget, revive, ...) of a memory in a scope under which no row the caller can see
+stands answered P0002 with "Nearest Engram names here: none". dna.memory_not_found's hint now names the
+nearest scopes then ("Scope 'trialmme' has no documents or memories you can see; nearest scopes:
+'trialmem'"), as reads of a missing scope do; a scope with rows keeps the nearest names. No schema change
+(tests/test_scope_hint.py, tests/test_scope_hint_migration.py).
 """
 import sys
 from pathlib import Path
@@ -116,7 +131,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0023_still_open/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "bm25_lane.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
+CHANGED: tuple[str, ...] = ("catalog.sql", "fusion.sql", "search_support.sql", "bm25_lane.sql", "bm25_write.sql", "bm25_compact.sql", "search.sql", "memory_verbs.sql", "receipts.sql", "distribute.sql")
 
 
 def changed_files() -> list[str]:

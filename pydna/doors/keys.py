@@ -44,7 +44,8 @@ def enter_role(conn: psycopg.Connection, key: str | None) -> str:
     (naming the GRANT) when the door's login role may not switch to that role."""
     if not key:
         raise unauthorized("an API key is required: send the header 'Authorization: Bearer <key>' "
-                           "(a DBA creates one with SELECT dna.create_api_key('<role>', '<label>'))")
+                           "(create one with the CLI, `dna keys create <role> --door <login role>`, or in SQL, "
+                           "SELECT dna.create_api_key('<role>', '<label>'))")
     try:
         row = conn.execute(LOOKUP_SQL, (key_hash(key),)).fetchone()
     except psycopg.errors.InsufficientPrivilege as exc:

@@ -11,9 +11,12 @@ database. A database error comes back as a tool error (``is_error``) whose text 
 ``SQLSTATE <code>: <message>`` and whose structured content is ``{"error": {status, sqlstate,
 message, detail?, hint?}}``. A read (search, recall, list_memories) of a scope under which no row the
 role can see stands is a tool error naming the nearest scopes (status 404), unless it is the server's
-default scope (``--scope``); a write (remember) creates its scope. Embeddings are the client's: ONNX all-MiniLM-L6-v2 offline by default
+default scope (``--scope``); a write (remember) creates its scope. An argument a tool does not take, or
+a NUL byte in any string of an argument, is refused before the tool runs, by name (status 422, ``field``:
+``unknown argument 'text' (did you mean 'summary'?); …``, ``argument 'query' holds a NUL byte …``). Embeddings are the client's: ONNX all-MiniLM-L6-v2 offline by default
 (``--embedder`` as for the other commands).
 """
+import logging
 import sys
 import threading
 from typing import Annotated, Any, Callable, Optional
@@ -26,7 +29,8 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pydna.doors import fields as f
-from pydna.doors.verbs import DoorError, Verbs, delete_refused, door_client, door_error, unknown_names_message
+from pydna.doors.verbs import (DoorError, Verbs, argument_refusal, delete_refused, door_client, door_error,
+                               unknown_names_message)
 from pydna.embeddings.base import EmbeddingPort
 
 DEFAULT_SCOPE = "default"
@@ -240,7 +244,32 @@ def create_server(dsn: str, embedder: EmbeddingPort | None, *, scope: str = DEFA
         return tool_error(delete_refused(name, "the forget tool"))
 
     refuse_unknown_arguments(server)
+    refuse_bad_arguments(server)
     return server, door
+
+
+_log = logging.getLogger("pydna.doors.mcp")
+
+
+def refuse_bad_arguments(server: MCPServer) -> None:
+    """Every call is checked before its tool runs (:func:`pydna.doors.verbs.argument_refusal`): an unknown
+    argument or a NUL byte in one is a tool error (status 422, ``field`` the argument) whose text is the
+    refusal alone, as REST's; the log names the refused arguments, never their values. The strict argument
+    models below stay as the schema's ``additionalProperties: false`` and a second guard."""
+    known = {t.name: sorted(t.fn_metadata.arg_model.model_fields) for t in server._tool_manager.list_tools()}
+    inner = server.call_tool
+
+    async def call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name in known:
+            refusal = argument_refusal(name, arguments or {}, known[name])
+            if refusal is not None:
+                _log.info("Tool %r rejected arguments: %r", name, sorted(k for k in (arguments or {})
+                                                                       if k not in known[name]) or
+                          [refusal.extra["field"]])
+                return tool_error(refusal)
+        return await inner(name, arguments, context)
+
+    server.call_tool = call_tool  # what the SDK's tools/call handler awaits (self.call_tool)
 
 
 def unknown_arguments_message(tool: str, unknown: list[str], known: list[str]) -> str:

@@ -13,6 +13,8 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
+from pydna.doors.verbs import nul_field  # shared with the MCP door's argument check
+
 MAX_BODY_BYTES = 1 << 20   # 1 MiB: the largest request a verb takes (10,000-character query, 280-character
                            # summary, a body of text) is far below it
 MAX_DEPTH = 32             # nesting of a JSON body; the deepest request model nests 3 levels
@@ -28,24 +30,6 @@ class Refusal(Exception):
         if self.field is not None:
             err["field"] = self.field
         return json.dumps({"error": err}).encode()
-
-
-def nul_field(value: Any, path: str = "body") -> str | None:
-    """The dotted path of the first string (or key) of a parsed JSON value holding U+0000, or None."""
-    stack = [(value, path)]
-    while stack:
-        v, p = stack.pop()
-        if isinstance(v, str):
-            if "\x00" in v:
-                return p
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                if "\x00" in k:
-                    return p
-                stack.append((x, f"{p}.{k}"))
-        elif isinstance(v, list):
-            stack.extend((x, f"{p}[{i}]") for i, x in enumerate(v))
-    return None
 
 
 def json_depth_exceeds(raw: bytes, limit: int) -> bool:

@@ -98,7 +98,8 @@ def delete_refused(name: str, forget: str) -> DoorError:
 # Names other memory APIs give these arguments (mem0, Zep, Letta): a refusal's hint names ours.
 SYNONYMS = {"text": "summary", "content": "summary", "memory": "summary", "message": "summary",
             "q": "query", "limit": "k", "top_k": "k", "id": "name", "memory_id": "name", "private": "personal",
-            "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset"}
+            "skip": "offset", "start": "offset", "cursor": "offset", "page_offset": "offset",
+            "memories": "items", "messages": "turns"}  # a batch's list (remember_many), a conversation's
 
 
 def nearest_name(name: str, known: Sequence[str]) -> str | None:
@@ -110,6 +111,41 @@ def nearest_name(name: str, known: Sequence[str]) -> str | None:
         return SYNONYMS[name]
     near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return near[0] if near else None
+
+
+def nul_field(value: Any, path: str = "body") -> str | None:
+    """The dotted path of the first string (or key) of a parsed JSON value holding U+0000, or None."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return p
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if "\x00" in k:
+                    return p
+                stack.append((x, f"{p}.{k}"))
+        elif isinstance(v, list):
+            stack.extend((x, f"{p}[{i}]") for i, x in enumerate(v))
+    return None
+
+
+def argument_refusal(tool: str, arguments: Mapping[str, Any], known: Sequence[str]) -> DoorError | None:
+    """What the MCP door refuses before a tool runs, as REST refuses a body (422, ``field`` names the
+    argument): an argument the tool does not take (``unknown argument 'text' (did you mean 'summary'?);
+    remember takes: …``), and a NUL byte in any string of an argument (``argument 'query' holds a NUL byte
+    (U+0000), which text cannot contain``: PostgreSQL text cannot hold it). None when the call may run."""
+    unknown = sorted(k for k in arguments if k not in known)
+    if unknown:
+        return DoorError(422, f"{unknown_names_message('argument', unknown, known)}; {tool} takes: "
+                              f"{', '.join(known)}. Nothing was done.", extra={"field": unknown[0]})
+    for name, value in arguments.items():
+        where = nul_field(value, name)
+        if where is not None:
+            return DoorError(422, f"argument {where!r} holds a NUL byte (U+0000), which text cannot contain. "
+                                  "Nothing was done.", extra={"field": where})
+    return None
 
 
 def unknown_names_message(what: str, unknown: Sequence[str], known: Sequence[str]) -> str:
