@@ -63,7 +63,6 @@ DECLARE
     read_postings bigint;
     rarest bigint;
     mem bigint;                  -- memtable postings of the query terms that a Kind filter leaves
-    plain boolean;               -- no memtable posting, tombstone or shadowed row to merge or filter
     floor_acc float8;            -- a lower bound of the lim-th partial sum
     lim integer;                 -- partial sums kept: C + 1, and room for the suspects
     full_heap boolean;           -- the heap held lim documents (others may lie below)
@@ -134,12 +133,10 @@ BEGIN
         RETURN;
     END IF;
     IF report THEN ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
-    -- The usual state after a compaction: only sealed chunks to read, nothing to leave out. Each
-    -- scoring statement then has a plain form without the memtable branch and the anti-joins,
-    -- which cost ~20% per posting even when they find nothing (bench/RESULTS.md, "per posting").
-    -- Postings are decoded by unnest() in the select list (ProjectSet: no tuplestore, unlike
-    -- unnest in FROM), ~0.05 us per posting cheaper.
-    plain := mem = 0 AND st.tombstones = 0 AND cardinality(st.shadowed) = 0;
+    -- The usual states (after a compaction; a live scope between seals): nothing to leave out. The
+    -- exact statement then has a plain form without the anti-joins, which cost ~20% per posting even
+    -- when they find nothing (bench/RESULTS.md, "per posting"). Postings are decoded by unnest() in
+    -- the select list (ProjectSet: no tuplestore, unlike unnest in FROM), ~0.05 us per posting cheaper.
 
     IF exhaustive OR top IS NULL OR readable <= budget THEN
         -- Exact path: every posting of the query terms, scored and summed.
@@ -149,27 +146,12 @@ BEGIN
                 'idf', to_jsonb(w), 'postings', readable, 'budget', budget, 'budget_asked', budget,
                 'ms_since_start', ms)::text, true);
         END IF;
-        IF plain THEN
-            RETURN QUERY
-            SELECT x.base + (x.p & 8589934591), round(sum(x.w * ((x.p >> 33) & 511)::float8 * (k1 + 1)
-                       / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
-            FROM (SELECT sg.base_doc_id AS base, q.w, unnest(c.postings) AS p
-                  FROM unnest(lex, w) AS q (lexeme, w)
-                  JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
-                  JOIN dna.dna_bm25_segments AS sg
-                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
-                  WHERE kinds IS NULL OR c.kind = ANY (kinds)) AS x
-            GROUP BY 1
-            ORDER BY 2 DESC
-            FETCH FIRST coalesce(top, 2147483647) ROWS WITH TIES;
-            RETURN;
-        END IF;
         IF st.tombstones = 0 AND cardinality(st.shadowed) = 0 THEN
-            -- A live scope between seals: memtable postings, nothing to leave out. The plain form
-            -- with the memtable's postings packed as the chunks' (tf << 33 | len << 42, their doc_id
-            -- as the base), so one decode serves both and no anti-join or shadowed test runs per
-            -- posting: the state of a scope written through SQL between two seals.
+            -- Nothing to leave out (no tombstone or shadowed row): the plain form. A live scope's
+            -- memtable postings are packed as the chunks' (tf << 33 | len << 42, their doc_id as the
+            -- base), so one decode serves both and no anti-join or shadowed test runs per posting (the
+            -- state of a scope written through SQL between two seals; with no memtable posting the
+            -- second arm reads nothing).
             RETURN QUERY
             SELECT x.base + (x.p & 8589934591), round(sum(x.w * ((x.p >> 33) & 511)::float8 * (k1 + 1)
                        / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
