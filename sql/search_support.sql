@@ -530,14 +530,41 @@ COMMENT ON FUNCTION dna.scope_models_text(text) IS
 
 CREATE OR REPLACE FUNCTION dna.scope_model(scope text, dims integer DEFAULT NULL)
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT m.model_id FROM dna.scope_models(scope) AS m
-    WHERE dims IS NULL OR m.dims = dims
-    ORDER BY m.documents DESC, m.model_id LIMIT 1
+#variable_conflict use_variable
+DECLARE
+    w integer;
+    first_id text;
+    next_id text;
+    seen text[] := '{}';
+BEGIN
+    -- The model_ids of the scope's rows by two probes of each width table's (scope, model_id, valid_from)
+    -- index: its smallest model_id, then the next one above it. A scope indexed by one model (the common
+    -- case) is answered without counting its rows (a count read every row the caller can see: at 1M
+    -- documents, every search that names no model_id); two or more are counted, as dna.scope_models does.
+    FOR w IN SELECT dna.search_widths() LOOP
+        CONTINUE WHEN dims IS NOT NULL AND w <> dims;
+        EXECUTE format('SELECT min(t.model_id) FROM dna.%I AS t WHERE t.scope = $1', 'dna_search_docs_' || w)
+            INTO first_id USING scope;
+        CONTINUE WHEN first_id IS NULL;
+        EXECUTE format('SELECT min(t.model_id) FROM dna.%I AS t WHERE t.scope = $1 AND t.model_id > $2',
+                       'dna_search_docs_' || w)
+            INTO next_id USING scope, first_id;
+        seen := seen || first_id || CASE WHEN next_id IS NULL THEN '{}'::text[] ELSE ARRAY[next_id] END;
+        EXIT WHEN cardinality(seen) > 1;
+    END LOOP;
+    IF cardinality(seen) <= 1 THEN
+        RETURN seen[1];                                   -- NULL: the scope has no rows the caller can see
+    END IF;
+    RETURN (SELECT m.model_id FROM dna.scope_models(scope) AS m
+            WHERE dims IS NULL OR m.dims = dims
+            ORDER BY m.documents DESC, m.model_id LIMIT 1);
+END
 $$;
 
 COMMENT ON FUNCTION dna.scope_model(text, integer) IS
 'The model_id a search of scope reads when the caller names none: the one with the most documents there '
 '(of width dims when given; ties by model_id), NULL when the scope has none. dna.search''s default, and '
-'what Client.search without an embedder searches (lexically).';
+'what Client.search without an embedder searches (lexically). A scope with one model_id is answered by two index probes per '
+'width table (its rows are not counted); with several, their documents are counted (dna.scope_models).';
