@@ -359,11 +359,8 @@ BEGIN
     world := coalesce(now, as_of, now());                  -- world time follows as_of unless pinned
     -- No model_id: the scope's model with the most documents (of the query vector's width), so a
     -- lexical-only recall reads the rows the scope was indexed with; a scope with none: the fake.
-    model_id := coalesce(model_id,
-                         (SELECT m.model_id FROM dna.scope_models(scope) AS m
-                          WHERE query_embedding IS NULL OR m.dims = vector_dims(query_embedding)
-                          ORDER BY m.documents DESC, m.model_id LIMIT 1),
-                         'dna-fake-hash-v1');
+    -- (dna.scope_model: two index probes per width table when the scope has one model, 0024)
+    model_id := coalesce(model_id, dna.scope_model(scope, vector_dims(query_embedding)), 'dna-fake-hash-v1');
     semantic_on := query_embedding IS NOT NULL AND vector_norm(query_embedding) > 0 AND NOT blank;
     -- A page is ranks offset+1 .. offset+k of the recall at k => offset + k: the pool and the lanes are
     -- those of that recall (upto), so a page is a window of one ranking.

@@ -80,3 +80,15 @@ def test_search_without_model_id_reads_the_scopes_model(sql):
     named = sql.execute("SELECT name FROM dna.search('srch', 'body of beta', model_id => %s, k => 3)", (FAKE,)).fetchall()
     unnamed = sql.execute("SELECT name FROM dna.search('srch', 'body of beta', k => 3)").fetchall()
     assert named == unnamed and named[0] == ("beta",)
+
+
+def test_recall_without_model_id_reads_the_scopes_model(sql):
+    for i, text in enumerate(["river stones are smooth", "mountain air is thin", "river fish swim upstream"]):
+        sql.execute("SELECT dna.remember('rec', jsonb_build_object('summary', %s::text), name => %s, "
+                    "embedding => dna.fake_embed(%s))", (text, f"m{i}", text))
+    args = "'rec', 'river', k => 3, reconsolidate => false"
+    unnamed = sql.execute(f"SELECT dna.recall({args})").fetchone()[0]
+    named = sql.execute(f"SELECT dna.recall({args}, model_id => %s)", (FAKE,)).fetchone()[0]
+    assert unnamed["model_id"] == named["model_id"] == FAKE
+    assert [h["name"] for h in unnamed["hits"]] == [h["name"] for h in named["hits"]]
+    assert {h["name"] for h in unnamed["hits"]} >= {"m0", "m2"}

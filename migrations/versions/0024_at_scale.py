@@ -13,12 +13,12 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-scope_model (search_support.sql; issue 26, "fast at their scale"): a search that names no model_id picked
-the scope's model by counting every row of the scope the caller can see (dna.scope_model over
-dna.scope_models), at every call: 2-3 ms at SciFact's 5,183 documents, a scan of the scope at 1M. A scope
+scope_model (search_support.sql, memory_verbs.sql; issue 26 items 4 and 7): a search or recall that names no
+model_id picked the scope's model by counting every row of the scope the caller can see (dna.scope_model,
+and dna.recall's own copy of it, over dna.scope_models), at every call: 2-3 ms at SciFact's 5,183 documents, a scan of the scope at 1M. A scope
 whose rows carry one model_id (the common case) is now answered by two probes of each width table's
-(scope, model_id, valid_from) index; with several, the documents are counted as before. Same answers
-(tests/test_scope_model.py). No schema change.
+(scope, model_id, valid_from) index; with several, the documents are counted as before; dna.recall calls
+dna.scope_model. Same answers (tests/test_scope_model.py). No schema change.
 """
 import sys
 from pathlib import Path
@@ -68,7 +68,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0024_at_scale/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("search_support.sql",)
+CHANGED: tuple[str, ...] = ("search_support.sql", "memory_verbs.sql")
 
 
 def changed_files() -> list[str]:
