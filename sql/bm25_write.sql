@@ -160,7 +160,7 @@ END
 $$;
 
 COMMENT ON FUNCTION dna.bm25_keep_statistics(text, text[]) IS
-'Internal (the BM25 write paths and dna.bm25_compact_scope): ANALYZEs each of the given dna.dna_bm25_* tables '
+'Internal (the BM25 write paths, dna.bm25_sync for the search table it fires on, and dna.bm25_compact_scope): ANALYZEs each of the given dna.dna_bm25_* or dna_search_docs_<width> tables '
 '(names without schema; on Citus the shard of scope on this node) whose rows changed since its last ANALYZE '
 '(committed and this transaction''s) reach 200 + a quarter of its analyzed rows, or that was never analyzed, at most once per transaction, '
 'never waiting for a lock, when the caller may analyze it (owner; PostgreSQL 17+: MAINTAIN). Returns how '
@@ -487,6 +487,7 @@ SET jit = off                -- many short statements: compiling them would cost
 AS $$
 DECLARE
     p record;
+    written text;                -- a scope this statement wrote (its shard, on Citus)
 BEGIN
     -- Statement trigger with transition tables (new_rows / old_rows) on every dna_search_docs_<N>:
     -- one pass per statement however many rows it wrote, nothing when it wrote none (the other
@@ -501,6 +502,7 @@ BEGIN
         FOR p IN SELECT o.scope, o.model_id, o.tenant, array_agg(o.doc_id ORDER BY o.doc_id) AS ids
                  FROM old_rows AS o GROUP BY o.scope, o.model_id, o.tenant ORDER BY 1, 2, 3 LOOP
             PERFORM dna.bm25_remove_docs(p.scope, p.model_id, p.tenant, p.ids);
+            written := p.scope;
         END LOOP;
     ELSIF TG_OP = 'UPDATE' THEN
         FOR p IN SELECT o.scope, o.model_id, o.tenant, array_agg(o.doc_id ORDER BY o.doc_id) AS ids
@@ -509,6 +511,7 @@ BEGIN
                                      AND n.model_id = o.model_id AND n.tenant = o.tenant AND n.kind = o.kind AND n.tsv = o.tsv)
                  GROUP BY o.scope, o.model_id, o.tenant ORDER BY 1, 2, 3 LOOP
             PERFORM dna.bm25_remove_docs(p.scope, p.model_id, p.tenant, p.ids);
+            written := p.scope;
         END LOOP;
         -- Tokenized once: the stored tsvector becomes the forward row; postings come from it.
         FOR p IN SELECT n.scope, n.model_id, n.tenant, array_agg(n.doc_id ORDER BY n.doc_id) AS ids,
@@ -523,6 +526,7 @@ BEGIN
                                      AND o.model_id = n.model_id AND o.tenant = n.tenant AND o.kind = n.kind AND o.tsv = n.tsv)
                  GROUP BY n.scope, n.model_id, n.tenant ORDER BY 1, 2, 3 LOOP
             PERFORM dna.bm25_index_docs(p.scope, p.model_id, p.tenant, p.ids, p.kinds, p.lens, p.terms);
+            written := p.scope;
         END LOOP;
     ELSE
         FOR p IN SELECT n.scope, n.model_id, n.tenant, array_agg(n.doc_id ORDER BY n.doc_id) AS ids,
@@ -535,7 +539,15 @@ BEGIN
                                FROM unnest(n.tsv) AS u) AS v
                  GROUP BY n.scope, n.model_id, n.tenant ORDER BY 1, 2, 3 LOOP
             PERFORM dna.bm25_index_docs(p.scope, p.model_id, p.tenant, p.ids, p.kinds, p.lens, p.terms);
+            written := p.scope;
         END LOOP;
+    END IF;
+    -- The search table's own statistics are kept true as the BM25 tables' are (0024, topic
+    -- write_statistics): its key probes (dna.index_documents' one probe per element) were planned on
+    -- the (scope, model_id, valid_from) index when the table had been analyzed empty, a scan of the
+    -- scope per element (a bulk load of 10,000-document batches: 11 s for the first two, minutes each after).
+    IF written IS NOT NULL THEN
+        PERFORM dna.bm25_keep_statistics(written, ARRAY[TG_TABLE_NAME::text]);
     END IF;
     RETURN NULL;
 END
