@@ -18,7 +18,10 @@ model_id picked the scope's model by counting every row of the scope the caller 
 and dna.recall's own copy of it, over dna.scope_models), at every call: 2-3 ms at SciFact's 5,183 documents, a scan of the scope at 1M. A scope
 whose rows carry one model_id (the common case) is now answered by two probes of each width table's
 (scope, model_id, valid_from) index; with several, the documents are counted as before; dna.recall calls
-dna.scope_model. Same answers (tests/test_scope_model.py). No schema change.
+dna.scope_model. Same answers, but one: 0023's dna.scope_model (LANGUAGE sql) compared m.dims with itself
+(the column shadowed its parameter dims), so a search with a 768-dim query and no model_id of a scope
+whose largest model is 384-dim got that model and was refused (22023); it now gets the scope's 768-dim
+model (tests/test_scope_model.py, tests/test_at_scale_migration.py). No schema change.
 
 write_statistics (bm25_write.sql; issue 26 item 3): the write path keeps the search tables' statistics true,
 as 0021 made it keep the BM25 tables'. dna.index_documents probes each element's stored row by its unique
