@@ -31,6 +31,16 @@ dna.index_staged batches took 11 s for the first two and minutes each after. dna
 trigger of every width table, now ends with dna.bm25_keep_statistics on the table it fired on (ANALYZE
 when the changes since the last one reach 200 + a quarter of its analyzed rows; never waiting; only for a
 role that may). No schema change (tests/test_search_statistics.py).
+
+vector_inline (fragments after_/undo_vector_inline.sql; issue 26 items 5 and 7): every width table keeps its
+vectors in the row (ALTER COLUMN embedding SET STORAGE MAIN) instead of pgvector's EXTERNAL, under which a
+row of text, tsvector and a 384-dim vector passed the 2 kB TOAST threshold and the vector moved out of
+line: the dense lane's exact scan (scopes of at most dna.exact_scan_rows() rows: dna.recall's memory
+scopes) fetched each vector from TOAST (5,000 SciFact-sized rows: an exact scan 17 ms, 2.3 ms inline;
+dna.search's exact lane 26.9 -> 16.2 ms CPU). Catalog only, no rewrite: rows keep their layout until
+written again (VACUUM FULL rewrites a table; docs/operations.md). On Citus, which refuses SET STORAGE on a
+distributed table, the coordinator's table is altered without DDL propagation and each shard by
+run_command_on_shards (tests/test_vector_inline.py, tests/citus/test_citus_vector_inline.py).
 """
 import sys
 from pathlib import Path
