@@ -19,7 +19,6 @@ load average. Prints a Markdown table; writes JSON (``--out``) and the Markdown 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ for p in (str(REPO), str(REPO / "bench")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from scale import BackendCpu, Server, connect, load1, log  # noqa: E402
+from scale import BackendCpu, Server, connect, load1, log, write_report  # noqa: E402
 from sql_path import MODEL, corpus  # noqa: E402
 
 WRITE_SQL = ("SELECT count(*) FROM dna.index_documents('bulk', array_fill('Doc'::text, ARRAY[cardinality(%s::text[])]), "
@@ -87,12 +86,7 @@ def main(argv=None) -> int:
             f"{r[lb]['wall_s']} / {r[lb]['cpu_s']}, {r[lb]['reltuples']:,.0f}" for lb in labels) + " |")
     tot = {lb: sum(r[lb]["cpu_s"] for r in out["batches"]) for lb in labels}
     lines.append(f"| all | | " + " | ".join(f"CPU {tot[lb]:.2f} s" for lb in labels) + " |")
-    md = "\n".join(lines)
-    print(md)
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2))
-    path.with_suffix(".md").write_text(md + "\n")
+    write_report(args.out, out, "\n".join(lines))
     return 0
 
 

@@ -29,7 +29,7 @@ for p in (str(REPO), str(REPO / "bench")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from scale import BackendCpu, Server, connect, load1, log  # noqa: E402
+from scale import BackendCpu, Server, connect, load1, log, write_report  # noqa: E402
 
 FAKE = "dna-fake-hash-v1"
 SEARCH = ("SELECT name FROM dna.search('exact', 'zzqqxx', dna.fake_embed(%s), %s, k => 10, exact => true, "
@@ -128,12 +128,7 @@ def main(argv=None) -> int:
             lines.append(f"| {s['size']:,} | {label} | {r['search_cpu_ms'][0]:.2f} / {r['search_cpu_ms'][1]:.2f} "
                          f"| {r['statement_cpu_ms'][0]:.2f} / {r['statement_cpu_ms'][1]:.2f} | {r['toast_bytes']:,} "
                          f"| {s['identical_hits']} / {len(claims)} | {s['load_before']} → {s['load_after']} |")
-    md = "\n".join(lines)
-    print(md)
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2))
-    path.with_suffix(".md").write_text(md + "\n")
+    write_report(args.out, out, "\n".join(lines))
     return 0
 
 

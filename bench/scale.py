@@ -174,6 +174,15 @@ def load1() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def write_report(out: str | Path, data: dict, md: str) -> None:
+    """A bench's report: the Markdown table on stdout, the JSON at ``out`` and the Markdown beside it (.md)."""
+    print(md)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    path.with_suffix(".md").write_text(md + "\n")
+
+
 # ------------------------------------------------------------------------------------------------
 # Corpus and vectors
 # ------------------------------------------------------------------------------------------------
