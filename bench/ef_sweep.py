@@ -1,0 +1,91 @@
+"""The dense lane's recall@10 against an exact scan at several hnsw.ef_search values, on a database kept by
+bench/scale.py (issue 26 item 5: what the lane's ef_search rule gives at 1M, and what a larger one would).
+
+Usage (from the repository root)::
+
+    python bench/scale.py ../shared/data/scifact --docs 1000000 ... --keep --out R.json   # keeps the database
+    python bench/ef_sweep.py ../shared/data/scifact --dsn DSN --runs R.runs.json.gz [--size 1000000]
+                             [--ef 100,400,600,800,1000] [--exclude-from x0994817] [--out bench/results/ef_sweep.json]
+
+The reference: the top 10 of ``numpy-exact`` that bench/scale.py wrote for the same 300 SciFact test claims
+(``--runs``, its per-query runs); rows written after it (its live phase: distractors from
+``--exclude-from`` on) are left out of the lane here by a filter. The lane's statement as bench/scale.py times
+it (``ORDER BY embedding <=> q``, ``hnsw.iterative_scan = strict_order``, LIMIT 100, first 10), once per
+ef_search, each query's values interleaved; backend CPU (``/proc/<pid>/schedstat``) p50 / p95, the 1-minute
+load average. Prints a Markdown table; writes JSON (``--out``) and the Markdown beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+for p in (str(REPO), str(REPO / "bench")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from beir import load_dataset, pct  # noqa: E402
+from embcache import CachedEmbedder  # noqa: E402
+from scale import SCOPE, BackendCpu, connect, load1, log, write_report  # noqa: E402
+
+LANE = ("SELECT t.name FROM dna.dna_search_docs_384 AS t WHERE t.scope = %(scope)s AND t.model_id = %(model)s "
+        "AND t.embedding IS NOT NULL AND NOT (t.name LIKE 'x%%' AND t.name >= %(cut)s) "
+        "ORDER BY t.embedding <=> %(q)s LIMIT 100")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dataset", nargs="?", default=None)
+    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--size", default="1000000")
+    ap.add_argument("--ef", default="100,400,600,800,1000")
+    ap.add_argument("--exclude-from", default="x0994817")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ef_sweep.json"))
+    args = ap.parse_args(argv)
+    from data_sets import scifact_dir
+    from pgvector import Vector
+
+    from pydna.embeddings import OnnxEmbeddingProvider
+    _real, qtexts, _qrels, _ = load_dataset(Path(scifact_dir(args.dataset, ap)), "test")
+    exact = json.load(gzip.open(args.runs))[f"{args.size}/numpy-exact"]["run10"]
+    qids = [q for q in qtexts if q in exact]
+    embedder = CachedEmbedder(OnnxEmbeddingProvider())
+    qmat = embedder.embed([qtexts[q] for q in qids])
+    conn = connect(args.dsn)
+    cpu = BackendCpu(conn)
+    efs = [int(x) for x in args.ef.split(",")]
+    got = {ef: {"recall": [], "cpu": []} for ef in efs}
+    load0 = load1()
+    for i, q in enumerate(qids):
+        ref = {name for name, _s in exact[q][:10]}
+        for ef in (efs if i % 2 == 0 else efs[::-1]):
+            with conn.transaction():
+                conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+                             "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true)", (str(ef),))
+                c0 = cpu.read()
+                rows = [r[0] for r in conn.execute(LANE, {"scope": SCOPE, "model": embedder.model_id, "cut": args.exclude_from,
+                                                         "q": Vector(qmat[i])}).fetchall()]
+                got[ef]["cpu"].append((cpu.read() - c0) / 1e6)
+            got[ef]["recall"].append(len(ref & set(rows[:10])) / 10)
+        if i % 50 == 0:
+            log(f"  {i + 1}/{len(qids)} queries")
+    out = {"size": args.size, "queries": len(qids), "load_before": load0, "load_after": load1(), "ef": {}}
+    lines = [f"{args.size} documents, {len(qids)} SciFact test claims, the lane's statement (LIMIT 100, first 10), recall@10 "
+             f"against numpy-exact; load {out['load_before']} → {out['load_after']}", "",
+             "| hnsw.ef_search | recall@10 | CPU p50 / p95 ms |", "|---:|---:|---:|"]
+    for ef in efs:
+        r = {"recall@10": round(statistics.fmean(got[ef]["recall"]), 4),
+             "cpu_p50": round(statistics.median(got[ef]["cpu"]), 2), "cpu_p95": round(pct(got[ef]["cpu"], 95), 2)}
+        out["ef"][ef] = r
+        lines.append(f"| {ef} | {r['recall@10']:.4f} | {r['cpu_p50']:.2f} / {r['cpu_p95']:.2f} |")
+    write_report(args.out, out, "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
