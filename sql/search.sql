@@ -415,7 +415,7 @@ BEGIN
              WHERE c.rnk <= $4', tbl, lane_filter, dense_order);
         -- The exact lane (0024, topic exact_lane): the partition ordered by the raw cosine (1 - distance,
         -- an order no index serves), and only the first depth + 64 of it (ties included) rounded; rounding
-        -- every row of the partition was most of the scan's cost (a 5,000-row scope: 8.5 ms, 2.6 this way).
+        -- every row of the partition (numeric rounding, ~1 us a row) was most of the scan's cost (bench/exact_lane.py).
         -- The same rows as rounding every row, whenever the last of those is rounded below the depth-th
         -- (rounding is monotone: every row left out then ranks below the cut); else (more than 64 rows
         -- within rounding of the cut) the whole partition is rounded, as before.

@@ -36,8 +36,8 @@ vector_inline (fragments after_/undo_vector_inline.sql; issue 26 items 5 and 7):
 vectors in the row (ALTER COLUMN embedding SET STORAGE MAIN) instead of pgvector's EXTERNAL, under which a
 row of text, tsvector and a 384-dim vector passed the 2 kB TOAST threshold and the vector moved out of
 line: the dense lane's exact scan (scopes of at most dna.exact_scan_rows() rows: dna.recall's memory
-scopes) fetched each vector from TOAST (5,000 SciFact-sized rows: an exact scan 17 ms, 2.3 ms inline;
-dna.search's exact lane 26.9 -> 16.2 ms CPU). Catalog only, no rewrite: rows keep their layout until
+scopes) fetched each vector from TOAST (bench/exact_lane.py, the exact statement alone over 5,183 SciFact
+rows: 15.5 ms CPU at 0023, 4.5 with this topic and exact_lane). Catalog only, no rewrite: rows keep their layout until
 written again (VACUUM FULL rewrites a table; docs/operations.md). On Citus, which refuses SET STORAGE on a
 distributed table, the coordinator's table is altered without DDL propagation and each shard by
 run_command_on_shards (tests/test_vector_inline.py, tests/citus/test_citus_vector_inline.py).
@@ -47,7 +47,8 @@ dna.exact_scan_rows() rows, exact => true, a filter that keeps few rows, an HNSW
 the cosine of every row of the partition (dna.score_round: numeric rounding, ~1 us a row) to order it; it now
 orders the partition by the raw cosine and rounds only its first depth + 64 rows (ties included), and the
 whole partition only when the last of those rounds as high as the depth-th (new dna.exact_dense_sql). Same
-rows (rounding is monotone); a 5,000-row scope's exact statement 8.5 -> 2.6 ms CPU.
+rows (rounding is monotone); dna.search's exact lane over 5,183 rows 25.4 -> 9.0 ms CPU with vector_inline
+(bench/exact_lane.py).
 
 ingest_cost (search_support.sql; issue 26 item 6): dna.identifier_tokens, the identifier part of
 dna.text_tsvector (0022), split every text into its word tokens through the SQL executor before filtering
