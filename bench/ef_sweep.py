@@ -5,14 +5,18 @@ Usage (from the repository root)::
 
     python bench/scale.py ../shared/data/scifact --docs 1000000 ... --keep --out R.json   # keeps the database
     python bench/ef_sweep.py ../shared/data/scifact --dsn DSN --runs R.runs.json.gz [--size 1000000]
-                             [--ef 100,400,600,800,1000] [--exclude-from x0994817] [--out bench/results/ef_sweep.json]
+                             [--ef 100,400,600,800,1000] [--exclude-from x0994817] [--build m=16,ef_construction=128]
+                             [--out bench/results/ef_sweep.json]
 
 The reference: the top 10 of ``numpy-exact`` that bench/scale.py wrote for the same 300 SciFact test claims
 (``--runs``, its per-query runs); rows written after it (its live phase: distractors from
 ``--exclude-from`` on) are left out of the lane here by a filter. The lane's statement as bench/scale.py times
 it (``ORDER BY embedding <=> q``, ``hnsw.iterative_scan = strict_order``, LIMIT 100, first 10), once per
 ef_search, each query's values interleaved; backend CPU (``/proc/<pid>/schedstat``) p50 / p95, the 1-minute
-load average. Prints a Markdown table; writes JSON (``--out``) and the Markdown beside it.
+load average. ``--build PARAMS``: first the 384 table's HNSW index is dropped and built again ``WITH (PARAMS)``
+(pgvector's m and ef_construction; revision 0001 builds it with the defaults, m 16 and ef_construction 64),
+timed, with ``maintenance_work_mem`` 4GB and 1 parallel worker; the database is left with that index. Prints a
+Markdown table; writes JSON (``--out``) and the Markdown beside it.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="1000000")
     ap.add_argument("--ef", default="100,400,600,800,1000")
     ap.add_argument("--exclude-from", default="x0994817")
+    ap.add_argument("--build", default=None, help="rebuild the HNSW index WITH (these pgvector parameters) first")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ef_sweep.json"))
     args = ap.parse_args(argv)
     from data_sets import scifact_dir
@@ -57,6 +62,18 @@ def main(argv=None) -> int:
     embedder = CachedEmbedder(OnnxEmbeddingProvider())
     qmat = embedder.embed([qtexts[q] for q in qids])
     conn = connect(args.dsn)
+    built = None
+    if args.build:
+        import time
+        with conn.transaction():
+            conn.execute("SET LOCAL maintenance_work_mem = '4GB'")
+            conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
+            conn.execute("DROP INDEX dna.dna_search_docs_384_embedding_hnsw")
+            t0 = time.perf_counter()
+            conn.execute(f"CREATE INDEX dna_search_docs_384_embedding_hnsw ON dna.dna_search_docs_384 "
+                         f"USING hnsw (embedding vector_cosine_ops) WITH ({args.build})")
+            built = {"with": args.build, "seconds": round(time.perf_counter() - t0, 1), "load": load1()}
+        log(f"  HNSW built WITH ({args.build}) in {built['seconds']} s")
     cpu = BackendCpu(conn)
     efs = [int(x) for x in args.ef.split(",")]
     got = {ef: {"recall": [], "cpu": []} for ef in efs}
@@ -74,9 +91,11 @@ def main(argv=None) -> int:
             got[ef]["recall"].append(len(ref & set(rows[:10])) / 10)
         if i % 50 == 0:
             log(f"  {i + 1}/{len(qids)} queries")
-    out = {"size": args.size, "queries": len(qids), "load_before": load0, "load_after": load1(), "ef": {}}
+    out = {"size": args.size, "queries": len(qids), "load_before": load0, "load_after": load1(), "build": built, "ef": {}}
+    index_note = f"WITH ({args.build}) built in {built['seconds']} s" if built else "as found"
     lines = [f"{args.size} documents, {len(qids)} SciFact test claims, the lane's statement (LIMIT 100, first 10), recall@10 "
-             f"against numpy-exact; load {out['load_before']} → {out['load_after']}", "",
+             f"against numpy-exact; index {index_note}; "
+             f"load {out['load_before']} → {out['load_after']}", "",
              "| hnsw.ef_search | recall@10 | CPU p50 / p95 ms |", "|---:|---:|---:|"]
     for ef in efs:
         r = {"recall@10": round(statistics.fmean(got[ef]["recall"]), 4),
