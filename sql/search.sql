@@ -395,32 +395,33 @@ BEGIN
         -- filter still yields the candidates. Planner settings are transaction-local.
         PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
         PERFORM set_config('hnsw.ef_search', dna.hnsw_ef_search(k, dense_depth)::text, true);
-        IF dims > 2000 THEN                              -- indexed as halfvec; re-scored below in full precision
-            dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
-        ELSE
-            dense_order := 't.embedding <=> $3';
-        END IF;
-        -- The lane's candidates, cosine rounded (dna.score_round) so that equal cosines order by key.
-        -- The cut keeps its ties (WITH TIES) and the depth is then taken by key: which of several equal
-        -- cosines the graph or a bounded sort returned first decided it, differently for each depth
-        -- (and so for each k), and pages of different k did not compose (a fuzz of 300 tied documents).
-        dense_sql := format(
-            'SELECT c.* FROM (
-             SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
-                    row_number() OVER (ORDER BY c.similarity DESC, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
-             FROM (SELECT t.kind, t.name, t.tenant, t.passage, dna.score_round(1 - (t.embedding <=> $3)) AS similarity
-                   FROM %s AS t
-                   WHERE t.embedding IS NOT NULL AND %s
-                   ORDER BY %s FETCH FIRST $4 ROWS WITH TIES) AS c) AS c
-             WHERE c.rnk <= $4', tbl, lane_filter, dense_order);
-        -- The exact lane (0024, topic exact_lane): the partition ordered by the raw cosine (1 - distance,
-        -- an order no index serves), and only the first depth + 64 of it (ties included) rounded; rounding
-        -- every row of the partition (numeric rounding, ~1 us a row) was most of the scan's cost (bench/exact_lane.py).
-        -- The same rows as rounding every row, whenever the last of those is rounded below the depth-th
-        -- (rounding is monotone: every row left out then ranks below the cut); else (more than 64 rows
-        -- within rounding of the cut) the whole partition is rounded, as before.
         IF dense_exact THEN
+            -- The exact lane (0024, topic exact_lane): the partition ordered by the raw cosine (1 - distance,
+            -- an order no index serves), and only the first depth + 64 of it (ties included) rounded; rounding
+            -- every row of the partition (numeric rounding, ~1 us a row) was most of the scan's cost (bench/exact_lane.py).
+            -- The same rows as rounding every row, whenever the last of those is rounded below the depth-th
+            -- (rounding is monotone: every row left out then ranks below the cut); else (more than 64 rows
+            -- within rounding of the cut) the whole partition is rounded, as before.
             dense_sql := dna.exact_dense_sql(tbl, lane_filter);
+        ELSE
+            IF dims > 2000 THEN                          -- indexed as halfvec; re-scored below in full precision
+                dense_order := format('t.embedding::halfvec(%s) <=> $3::halfvec(%s)', dims, dims);
+            ELSE
+                dense_order := 't.embedding <=> $3';
+            END IF;
+            -- The lane's candidates, cosine rounded (dna.score_round) so that equal cosines order by key.
+            -- The cut keeps its ties (WITH TIES) and the depth is then taken by key: which of several equal
+            -- cosines the graph or a bounded sort returned first decided it, differently for each depth
+            -- (and so for each k), and pages of different k did not compose (a fuzz of 300 tied documents).
+            dense_sql := format(
+                'SELECT c.* FROM (
+                 SELECT c.kind, c.name, c.tenant, c.passage, c.similarity,
+                        row_number() OVER (ORDER BY c.similarity DESC, c.kind, c.name, c.tenant, c.passage)::integer AS rnk
+                 FROM (SELECT t.kind, t.name, t.tenant, t.passage, dna.score_round(1 - (t.embedding <=> $3)) AS similarity
+                       FROM %s AS t
+                       WHERE t.embedding IS NOT NULL AND %s
+                       ORDER BY %s FETCH FIRST $4 ROWS WITH TIES) AS c) AS c
+                 WHERE c.rnk <= $4', tbl, lane_filter, dense_order);
         END IF;
     ELSE
         dense_sql := 'SELECT NULL::text AS kind, NULL::text AS name, NULL::text AS tenant, NULL::integer AS passage,
