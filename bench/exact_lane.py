@@ -29,6 +29,7 @@ for p in (str(REPO), str(REPO / "bench")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from beir import pct  # noqa: E402
 from scale import BackendCpu, Server, connect, load1, log, write_report  # noqa: E402
 
 FAKE = "dna-fake-hash-v1"
@@ -60,11 +61,6 @@ def timed(conn, cpu, sql, arg, passes, prep=None):
             c = (cpu.read() - c0) / 1e6
         best = c if best is None else min(best, c)
     return best, rows
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2)
 
 
 def main(argv=None) -> int:
@@ -110,8 +106,8 @@ def main(argv=None) -> int:
             res["load_after"] = load1()
             for label in labels:
                 r = res[label]
-                r["search_cpu_ms"] = [statistics.median(r["search"]), pct(r["search"], 0.95)]
-                r["statement_cpu_ms"] = [statistics.median(r["statement"]), pct(r["statement"], 0.95)]
+                r["search_cpu_ms"] = [statistics.median(r["search"]), round(pct(r["search"], 95), 2)]
+                r["statement_cpu_ms"] = [statistics.median(r["statement"]), round(pct(r["statement"], 95), 2)]
                 del r["search"], r["statement"]
                 conns[label].close()
             out["sizes"].append(res)
