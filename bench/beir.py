@@ -178,16 +178,31 @@ TSRANK_SQL = ("SELECT t.name, {fn}(t.tsv, q, 1)::float8 AS s "
               "ORDER BY s DESC, t.kind, t.name, t.tenant LIMIT %(k)s")
 
 
+def lane_ef_search(conn, k: int, table: str = "dna.dna_search_docs_384") -> int:
+    """The hnsw.ef_search dna.search's dense lane runs with at k (depth max(4k, 100)) over ``table``:
+    dna.hnsw_ef_search(k, depth, the table's reltuples) where the schema has it (0025), the
+    two-argument rule before (0021), else the depth."""
+    depth = max(4 * k, 100)
+    sized, rule = conn.execute("SELECT to_regprocedure('dna.hnsw_ef_search(integer, integer, double precision)') IS NOT NULL, "
+                               "to_regprocedure('dna.hnsw_ef_search(integer, integer)') IS NOT NULL").fetchone()
+    if sized:
+        return conn.execute("SELECT dna.hnsw_ef_search(%s, %s, (SELECT reltuples FROM pg_class WHERE oid = %s::regclass))",
+                            (k, depth, table)).fetchone()[0]
+    if rule:
+        return conn.execute("SELECT dna.hnsw_ef_search(%s, %s)", (k, depth)).fetchone()[0]
+    return min(depth, 1000)
+
+
 def pg_runner(conn, model_id: str, mode: str):
     """A function (query_text, query_vector, k) → [(doc, score)] running one mode in one statement."""
     from pgvector import Vector
 
-    # the lane's ef_search: dna.hnsw_ef_search(k, depth) where the schema has it (0021), else the depth
-    has_rule = conn.execute("SELECT to_regprocedure('dna.hnsw_ef_search(integer, integer)') IS NOT NULL").fetchone()[0]
+    efs: dict[int, int] = {}
 
     def ef_search(k: int) -> int:
-        depth = max(4 * k, 100)
-        return min(1000, max(40, 4 * depth, 10 * k)) if has_rule else min(depth, 1000)
+        if k not in efs:
+            efs[k] = lane_ef_search(conn, k)
+        return efs[k]
 
     def run(text, vec, k):
         if mode == "lexical":

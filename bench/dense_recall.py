@@ -26,7 +26,7 @@ Modes, k = 10, each query's modes interleaved in every pass (so a load spike hit
 - ``pgvector-default``: the same statement under pgvector's defaults (ef_search 40, no iterative scan);
 - ``lane@0019``: the dense lane's statement as 0019 ran it: ``hnsw.ef_search`` = its depth (100),
   ``hnsw.iterative_scan = strict_order``, seq scans off, LIMIT 100, its first 10;
-- ``lane``: the same under this checkout's ``hnsw.ef_search = dna.hnsw_ef_search(10, 100)`` (the planner
+- ``lane``: the same under this checkout's ``hnsw.ef_search`` (``beir.lane_ef_search``: dna.hnsw_ef_search(10, 100, rows)) (the planner
   may then prefer an exact scan of a small scope); ``lane, graph``: the same with sorts off, so the graph
   answers at that ef_search whatever the planner would pick;
 - ``search@0019`` / ``search``: the whole ``dna.search`` (0019's text loaded as ``bench_prev.search``
@@ -62,7 +62,7 @@ for p in (str(REPO), str(REPO / "bench")):
 import numpy as np  # noqa: E402
 
 import scale  # noqa: E402
-from beir import doc_text, evaluate, load_dataset, pct, versions  # noqa: E402
+from beir import doc_text, evaluate, lane_ef_search, load_dataset, pct, versions  # noqa: E402
 from embcache import CachedEmbedder  # noqa: E402
 from scale import BackendCpu, Corpus, Server, connect, distractor_vectors, load1, load_distractors, log  # noqa: E402
 
@@ -129,7 +129,7 @@ def modes(conn, scope: str, model: str, lexical: bool) -> dict:
     def p(vec, text=None):
         return {"q": Vector(vec), "scope": scope, "model": model, "text": text}
 
-    ef_now = conn.execute("SELECT dna.hnsw_ef_search(%s, %s)", (K, DEPTH)).fetchone()[0]
+    ef_now = lane_ef_search(conn, K)
     out = {
         "exact": lambda v, t: tx(["SET LOCAL enable_indexscan = off"], EXACT_SQL, p(v)),
         "pgvector-default": lambda v, t: tx(["SET LOCAL hnsw.ef_search = 40", "SET LOCAL hnsw.iterative_scan = off"],
@@ -230,7 +230,7 @@ def run_size(srv: Server, label: str, args, real, real_vecs, qids_real, qtext_re
     log(f"{label}: {rows:,} rows in {build_s:.0f} s (load {load0} -> {load1()})")
     vers = versions(conn)
     load_previous_search(conn)
-    ef_now = conn.execute("SELECT dna.hnsw_ef_search(%s, %s)", (K, DEPTH)).fetchone()[0]
+    ef_now = lane_ef_search(conn, K)
     q0 = qvecs[qids[0]]
     accounts = {"search": dense_account(conn, "dna.search", scope, model, q0),
                 "search@0019": dense_account(conn, "bench_prev.search", scope, model, q0),

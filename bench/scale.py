@@ -69,7 +69,7 @@ because the machine is shared):
   document COPYed in binary into ``dna.dna_index_staging`` with a fresh batch uuid and consumed by
   ``dna.index_staged`` in one transaction per ``--batch`` documents, by ``--loaders`` sessions in
   parallel (default 2, one per core), then ``dna.bm25_compact(scope, full_merge => true)``, then the
-  HNSW index re-created exactly as revision 0001 defines it
+  HNSW index re-created exactly as the head defines it (``pydna.maintenance.vector_index_sql``)
   (``maintenance_work_mem 1GB``, ``max_parallel_maintenance_workers 1``); reported as lexical-side
   docs/s (load + compact), HNSW vectors/s, and both together; then ``VACUUM ANALYZE`` (not timed in
   the rates);
@@ -79,7 +79,7 @@ because the machine is shared):
 - queries, the 300 SciFact test claims: ``lexical`` = ``dna.search`` without embedding, ``bm25`` =
   ``dna.bm25`` (budgeted), ``bm25-exact`` = ``dna.bm25(..., exact => true)``, ``dense-hnsw`` = the
   dense lane as ``dna.search`` runs it (as bench/beir.py isolates it: iterative scan, ef_search
-  dna.hnsw_ef_search(k, max(4k, 100)), the depth before 0021), ``hybrid`` = ``dna.search`` with the query embedding; nDCG@10 and R@100
+  dna.hnsw_ef_search(k, max(4k, 100), the table's reltuples), the two-argument rule before 0025, the depth before 0021), ``hybrid`` = ``dna.search`` with the query embedding; nDCG@10 and R@100
   (ir-measures) from depth-100 calls (which are also the warm-up), latency of the k = 10 call over
   ``--passes`` passes (default 3 up to 200k documents, 1 above; p50/p95 over the queries of each
   query's median);
@@ -95,8 +95,8 @@ because the machine is shared):
   search table's ``tsv`` expression), no index, no trigger: what PostgreSQL itself costs to take
   these rows with their tsvector, beside pydna's bulk docs/s;
 - floor of live ingest with every index live: a plain pgvector table holding the same first n
-  vectors, its HNSW index built like the search table's (vector_cosine_ops, pgvector's default m
-  16 / ef_construction 64, same maintenance_work_mem, one worker; timed too), then the same live
+  vectors, its HNSW index built like the search table's (vector_cosine_ops, WITH
+  ``pydna.maintenance.HNSW_BUILD``, same maintenance_work_mem, one worker; timed too), then the same live
   vectors inserted with the index live, ``--live`` by COPY in ``--live-batch`` transactions and
   ``--single`` by one-row INSERTs, beside pydna's live docs/s;
 - this checkout's lexical lane beside the previous lane text (``dna.bm25_lane``/``dna.bm25`` as
@@ -144,7 +144,9 @@ for p in (str(REPO), str(REPO / "bench")):
 
 import numpy as np  # noqa: E402
 
-from beir import Bm25sPeer, SqlitePeer, doc_text, evaluate, load_dataset, pct, versions  # noqa: E402
+from pydna import maintenance  # noqa: E402
+
+from beir import Bm25sPeer, SqlitePeer, doc_text, evaluate, lane_ef_search, load_dataset, pct, versions  # noqa: E402
 from embcache import CACHE_ROOT, CachedEmbedder  # noqa: E402
 
 SEED = 42
@@ -158,8 +160,7 @@ P_SENTENCE, P_WORD_DROP = 0.75, 0.15
 FOREIGN_WEIGHT, NOISE_SIGMA, NOISE_CHUNK = 0.2, 0.025, 10_000
 SCORE_EPS = 1e-9
 CACHE = CACHE_ROOT / "scale"
-HNSW_DDL = ("CREATE INDEX dna_search_docs_384_embedding_hnsw ON dna.dna_search_docs_384 "
-            "USING hnsw (embedding vector_cosine_ops)")
+HNSW_DDL = maintenance.vector_index_sql(384, if_not_exists=False).as_string()
 TUNING = {"shared_buffers": "1GB", "work_mem": "64MB", "maintenance_work_mem": "1GB", "max_wal_size": "16GB",
           "jit": "off", "max_parallel_workers_per_gather": "0"}
 SHOWN = list(TUNING) + ["max_parallel_maintenance_workers", "effective_cache_size", "checkpoint_timeout"]
@@ -715,7 +716,8 @@ def hnsw_floor(conn, corpus: Corpus, n: int, start: int, count: int, batch: int,
     with conn.transaction():
         conn.execute("SET LOCAL maintenance_work_mem = %s" % ("'1GB'" if n <= 400_000 else "'4GB'"))
         conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
-        conn.execute(f"CREATE INDEX {FLOOR_VEC}_hnsw ON public.{FLOOR_VEC} USING hnsw (embedding vector_cosine_ops)")
+        conn.execute(f"CREATE INDEX {FLOOR_VEC}_hnsw ON public.{FLOOR_VEC} USING hnsw (embedding vector_cosine_ops) "
+                     f"WITH ({maintenance.HNSW_BUILD})")
     secs = time.perf_counter() - t0
     out["build"] = {"seconds": round(secs, 2), "vectors_per_s": round(out["graph_vectors"] / secs, 1),
                     "load1_start": load0, "load1_end": load1()}
@@ -848,12 +850,10 @@ def pg_modes(conn, model_id: str, search_exact: bool) -> dict:
     def bm25_exact(text, vec, k):
         return conn.execute(bm25_sql, (SCOPE, text, model_id, k, True)).fetchall()
 
-    # the lane's ef_search: dna.hnsw_ef_search(k, depth) where the schema has it (0021), else the depth
-    has_rule = conn.execute("SELECT to_regprocedure('dna.hnsw_ef_search(integer, integer)') IS NOT NULL").fetchone()[0]
+    efs = {k: lane_ef_search(conn, k) for k in (10, 100)}
 
     def dense(text, vec, k):
-        depth = max(4 * k, 100)
-        ef = min(1000, max(40, 4 * depth, 10 * k)) if has_rule else min(depth, 1000)
+        ef = efs[k] if k in efs else lane_ef_search(conn, k)
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
                          "set_config('hnsw.ef_search', %s, true)", (str(ef),))

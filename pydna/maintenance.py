@@ -5,8 +5,8 @@
   segments and merges them. It changes no answer (``dna.bm25`` scores the same documents the same
   way before and after); it keeps the lexical lane fast after many writes.
 - ``drop_vector_index(conn, width)`` / ``build_vector_index(conn, width, ...)``: the HNSW index
-  ``dna.dna_search_docs_<width>_embedding_hnsw`` of one width table, exactly as revision
-  ``0001_foundation`` defines it. pgvector builds an HNSW index much faster over loaded rows than it
+  ``dna.dna_search_docs_<width>_embedding_hnsw`` of one width table, exactly as the head defines it
+  (``vector_index_sql``). pgvector builds an HNSW index much faster over loaded rows than it
   maintains one row by row, so a large load drops it, loads, and builds it again
   (``docs/bulk-load.md``). Without the index the dense lane of that width does exact scans: the same
   answers or better (exact instead of approximate nearest neighbours), slower on large tables.
@@ -26,6 +26,12 @@ from pydna.sqlcalls import captured_notices
 #: 4000), as migrations/versions/0001_foundation.py does.
 HNSW_MAX_DIMS = 2000
 
+#: The HNSW build parameters of every width table's index since revision 0025_dense_graph (its fragment
+#: after_dense_graph.sql builds the same): pgvector's default m, twice its default ef_construction. On 1M
+#: SciFact-derived rows the default graph (ef_construction 64) stops at recall@10 0.947 against an exact
+#: scan even at ef_search 1000; this one reaches 0.966 at 600 (bench/RESULTS.md, "Dense recall").
+HNSW_BUILD = "m = 16, ef_construction = 128"
+
 
 def vector_index_name(width: int) -> str:
     """The HNSW index of ``dna.dna_search_docs_<width>`` (unqualified; it lives in schema ``dna``)."""
@@ -33,17 +39,18 @@ def vector_index_name(width: int) -> str:
 
 
 def vector_index_sql(width: int, if_not_exists: bool = True) -> sql.Composed:
-    """The ``CREATE INDEX`` of revision ``0001_foundation`` for ``width``: HNSW ``vector_cosine_ops``
-    on ``embedding`` for widths <= 2000, HNSW ``halfvec_cosine_ops`` on ``(embedding::halfvec(W))``
-    above (dna.search's dense lane orders by that expression there)."""
+    """The ``CREATE INDEX`` of the HNSW index of ``width`` as the head defines it (revision 0001's
+    target, revision 0025's ``WITH (HNSW_BUILD)``): ``vector_cosine_ops`` on ``embedding`` for widths
+    <= 2000, ``halfvec_cosine_ops`` on ``(embedding::halfvec(W))`` above (dna.search's dense lane
+    orders by that expression there)."""
     if width <= HNSW_MAX_DIMS:
         target = sql.SQL("embedding vector_cosine_ops")
     else:
         target = sql.SQL("(embedding::halfvec({})) halfvec_cosine_ops").format(sql.Literal(width))
-    return sql.SQL("CREATE INDEX {if_not_exists}{name} ON dna.{table} USING hnsw ({target})").format(
+    return sql.SQL("CREATE INDEX {if_not_exists}{name} ON dna.{table} USING hnsw ({target}) WITH ({build})").format(
         if_not_exists=sql.SQL("IF NOT EXISTS " if if_not_exists else ""),
         name=sql.Identifier(vector_index_name(width)),
-        table=sql.Identifier(f"dna_search_docs_{width}"), target=target)
+        table=sql.Identifier(f"dna_search_docs_{width}"), target=target, build=sql.SQL(HNSW_BUILD))
 
 
 def check_width(conn, width: int) -> None:

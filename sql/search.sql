@@ -22,6 +22,23 @@ COMMENT ON FUNCTION dna.hnsw_ef_search(integer, integer) IS
 '5,000 random 384-dim vectors once ANALYZE let the planner take the graph; 4 x depth gives >= 0.95 on random '
 '5k, SciFact and 100k (bench/dense_recall.py, bench/RESULTS.md). NULL k or depth: 40 (greatest ignores NULLs). Pure.';
 
+CREATE OR REPLACE FUNCTION dna.hnsw_ef_search(k integer, depth integer, graph_rows double precision)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT least(1000, ceil(dna.hnsw_ef_search(k, depth)
+                            * (1 + 0.5 * greatest(0, log(greatest(graph_rows, 1)) - 5))))::integer
+$$;
+
+COMMENT ON FUNCTION dna.hnsw_ef_search(integer, integer, double precision) IS
+'hnsw.ef_search for dna.search''s dense lane over a graph of graph_rows rows (the width table''s '
+'pg_class.reltuples: the graph holds every scope of the table): dna.hnsw_ef_search(k, depth) x (1 + 0.5 x '
+'max(0, log10(graph_rows) - 5)), at most 1000: 400 for k = 10 up to 100,000 rows, 600 at 1,000,000, 800 at '
+'10,000,000. An HNSW graph''s recall at a fixed ef_search falls as it grows: at 1M SciFact-derived rows '
+'(bench/scale.py''s corpus, graph m 16, ef_construction 128) recall@10 against an exact scan was 0.950 at 400 '
+'and 0.966 at 600 (bench/ef_sweep.py, bench/RESULTS.md); the rule was chosen on SciFact''s train queries. '
+'NULL, 0 or -1 rows (never analyzed; a Citus coordinator''s shell): the two-argument rule. Pure (revision 0025).';
+
 CREATE OR REPLACE FUNCTION dna.exact_dense_sql(tbl regclass, lane_filter text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -394,7 +411,8 @@ BEGIN
         -- Iterative index scans keep fetching when filters drop rows (pgvector >= 0.8), so a selective
         -- filter still yields the candidates. Planner settings are transaction-local.
         PERFORM set_config('hnsw.iterative_scan', 'strict_order', true);
-        PERFORM set_config('hnsw.ef_search', dna.hnsw_ef_search(k, dense_depth)::text, true);
+        PERFORM set_config('hnsw.ef_search', dna.hnsw_ef_search(k, dense_depth,
+            (SELECT c.reltuples FROM pg_catalog.pg_class AS c WHERE c.oid = tbl))::text, true);
         IF dense_exact THEN
             -- The exact lane (0024, topic exact_lane): the partition ordered by the raw cosine (1 - distance,
             -- an order no index serves), and only the first depth + 64 of it (ties included) rounded; rounding
@@ -571,7 +589,8 @@ BEGIN
                               'exact_rule', CASE WHEN exact IS NULL THEN format('exact when the scope holds <= %s rows of the model', dna.exact_scan_rows())
                                                  WHEN exact THEN 'exact => true' ELSE 'exact => false' END,
                               'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN current_setting('hnsw.ef_search')::integer END,
-                              'ef_search_rule', CASE WHEN plan LIKE '%hnsw%' THEN 'least(1000, greatest(40, 4 x depth, 10 x k))' END,
+                              'ef_search_rule', CASE WHEN plan LIKE '%hnsw%' THEN 'least(1000, greatest(40, 4 x depth, 10 x k) x (1 + 0.5 x max(0, log10(graph_rows) - 5)))' END,
+                              'graph_rows', CASE WHEN plan LIKE '%hnsw%' THEN (SELECT c.reltuples::bigint FROM pg_catalog.pg_class AS c WHERE c.oid = tbl) END,
                               'iterative_scan', CASE WHEN plan LIKE '%hnsw%' THEN 'strict_order' END,
                               'depth', dense_depth, 'min_similarity', min_similarity,
                               'filter', dense_route) END,
@@ -821,7 +840,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'every hit carries floor_removed_dense / floor_removed_lexical (candidates removed; NULL without that floor), and an '
 'answer the floors emptied raises a NOTICE (02000) with both counts. exact => true: exact dense scan (no HNSW); '
 'exact => NULL (default): exact when the scope holds at most dna.exact_scan_rows() (2000) rows of the model, else '
-'HNSW with hnsw.ef_search = dna.hnsw_ef_search(k, depth) (400 for k = 10) and iterative scans (the planner may still '
+'HNSW with hnsw.ef_search = dna.hnsw_ef_search(k, depth, the width table''s rows) (400 for k = 10 up to 100,000 rows, 600 at 1M) and iterative scans (the planner may still '
 'answer a scope of up to ~10,000 rows by an exact scan, priced below the graph at that width: explain''s path says which); exact => false: HNSW (or whatever the planner picks); dense_exact on every hit says which. A blank query returns no rows. Errors: 22023 (unknown '
 'model_id, width mismatch, bad k/offset/candidates/rrf_k/min_similarity/min_lexical_score/fusion/dense_weight, weights not 2 finite values >= 0, '
 'dense_weight with fusion rrf, weights or rrf_k with fusion convex), 22001 (query > 10000 chars), 42501 (reserved tenant, not a member, no identity). personal => true searches the '
@@ -842,7 +861,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'explain => true: every hit''s explain (jsonb) holds dense / lexical {rank, similarity | bm25, normalised (convex), term: the '
 'lane''s part of the score} (NULL for a lane the hit is absent from), score, and answer: {k, offset, model_id, fusion {method, '
 'dense_weight | weights, rrf_k}, degraded, degradation, dense {path: hnsw | exact scan | none (from the lane''s plan), exact_rule, '
-'ef_search (the hnsw.ef_search the lane ran with: dna.hnsw_ef_search(k, depth); NULL on an exact scan), ef_search_rule, '
+'ef_search (the hnsw.ef_search the lane ran with: dna.hnsw_ef_search(k, depth, graph_rows); NULL on an exact scan), ef_search_rule, graph_rows (the width table''s pg_class.reltuples), '
 'iterative_scan, depth, candidates, min_similarity, removed_by_floor, filter (how a filtered lane was answered)}, lexical {scoring, k1, b, ts_config, terms, depth, '
 'cut_at, candidates, exact, min_lexical_score, removed_by_floor}, filters {kinds, name_prefix, tenant, personal, valid_time, '
 'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
