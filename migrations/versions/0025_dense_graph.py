@@ -13,7 +13,19 @@ one set per topic (``before_<topic>.sql`` before the plane files, ``after_<topic
 
 What changed
 ------------
-No topic yet.
+dense_graph (search.sql; fragments after_/undo_dense_graph.sql; issue 26 item 5): every width table's HNSW
+index is rebuilt WITH (m = 16, ef_construction = 128), pgvector's defaults until now (ef_construction 64):
+on 1M SciFact-derived documents (bench/scale.py's corpus) that graph's recall@10 against an exact scan
+stopped at 0.947 even at hnsw.ef_search 1000, pgvector's maximum; built with 128 it reaches 0.966 at 600
+(bench/ef_sweep.py). The new graph is built beside the old one (SHARE lock: reads go on, writes to that width
+wait), then swapped in under the same name; maintenance_work_mem is raised to 1GB for the transaction when
+lower. Cost: one full HNSW build per non-empty width table (~8 minutes per million 384-dim rows on 2 cores).
+An index an operator dropped for a bulk load stays dropped (`dna db vector-index build` builds the head's
+definition, pydna.maintenance.vector_index_sql). dna.search's dense lane sets hnsw.ef_search by the new
+dna.hnsw_ef_search(k, depth, graph_rows): 0021's rule x (1 + 0.5 x max(0, log10(rows) - 5)), rows the width
+table's pg_class.reltuples (the graph holds every scope of the table): 400 at k = 10 up to 100,000 rows, 600
+at 1M; explain's dense part shows graph_rows and the rule. The downgrade rebuilds 0001's index and drops the
+three-argument rule (tests/test_dense_graph.py; on Citus tests/citus/test_citus_dense_graph.py).
 """
 import sys
 from pathlib import Path
