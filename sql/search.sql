@@ -141,6 +141,8 @@ DECLARE
     any_match boolean;                                   -- with a filter and no hit: does any row pass it?
     degraded boolean := query_embedding IS NULL OR vector_norm(query_embedding) = 0;   -- the zero vector has no direction
     best_sql text;                                       -- the answer's window of the ranking (diversified: dna.diversify)
+    collapse_read text;                                  -- the walk's arrays: the ranking's vectors, texts and scores
+    exact_counted boolean := false;                      -- the exact rule's count taken with the out-of-force count
 BEGIN
     scope := dna.check_scope(scope);                      -- 22023 outside the name rule (unless rows stand under it)
     tenant := dna.resolve_tenant(tenant, personal);       -- personal: the caller's own partition
@@ -297,7 +299,20 @@ BEGIN
     -- are found by the stored lower bound valid_from (= lower(valid_at)): its comparison is leakproof,
     -- so it stays an index condition beneath a row-level-security policy (lower(valid_at) > $3 is not,
     -- and a role filtered the whole table where the superuser's index scan read nothing).
-    IF valid_time IS NOT NULL THEN
+    -- With the exact rule's count below (exact => NULL, a query vector) in the same statement: one statement
+    -- parsed and planned instead of two (0025, topic fused_cost).
+    IF valid_time IS NOT NULL AND exact IS NULL AND NOT degraded THEN
+        EXECUTE format('SELECT (SELECT count(*) FROM (
+                                    SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                                      AND t.valid_at IS NOT NULL AND NOT upper_inf(t.valid_at) AND NOT (t.valid_at @> $3)
+                                    UNION
+                                    SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
+                                      AND t.valid_from > $3) AS r),
+                               (SELECT count(*) <= dna.exact_scan_rows() FROM (SELECT 1 FROM %1$s AS t
+                                WHERE t.scope = $1 AND t.model_id = $2 LIMIT dna.exact_scan_rows() + 1) AS r)', tbl)
+            INTO retired, dense_exact USING scope, model_id, valid_time;
+        exact_counted := true;
+    ELSIF valid_time IS NOT NULL THEN
         EXECUTE format('SELECT count(*) FROM (
                             SELECT t.doc_id FROM %1$s AS t WHERE t.scope = $1 AND t.model_id = $2
                               AND t.valid_at IS NOT NULL AND NOT upper_inf(t.valid_at) AND NOT (t.valid_at @> $3)
@@ -383,7 +398,9 @@ BEGIN
         -- (default) does so too when the scope holds at most dna.exact_scan_rows() rows of this
         -- model (an exact scan is then cheaper than the graph, and the answer cannot change with
         -- the planner's statistics); otherwise HNSW answers (approximate).
-        IF exact IS NULL THEN
+        IF exact_counted THEN
+            NULL;                                        -- counted with the documents out of force above
+        ELSIF exact IS NULL THEN
             EXECUTE format('SELECT count(*) <= dna.exact_scan_rows() FROM (SELECT 1 FROM %s AS t
                             WHERE t.scope = $1 AND t.model_id = $2 LIMIT dna.exact_scan_rows() + 1) AS r', tbl)
                 INTO dense_exact USING scope, model_id;
@@ -631,6 +648,23 @@ BEGIN
     -- Diversity ($41, dna.diversify): the ranking's passages (their vectors and dna.text_key; a past text has
     -- neither: today's row holds another text) walked in rank order, near-duplicates of a hit placed before
     -- collapsed into it, until offset + k hits; 'off': the ranking's window as it is.
+    -- The statement is parsed and planned at every call (its table and filters are the call's): it holds only
+    -- the parts this call uses (0025, topic fused_cost): explain's expressions without explain, the floors'
+    -- counts without floors, the collapse's walks for the method asked, a past text's test with past texts.
+    -- Each walk's three arrays are one aggregate of one read (three ordered subqueries before).
+    collapse_read := format(
+        'SELECT coalesce(array_agg(CASE WHEN %2$s THEN doc.embedding END ORDER BY r.pos), ''{}'') AS embeddings,
+                coalesce(array_agg(CASE WHEN %3$s THEN doc.body END ORDER BY r.pos), ''{}'') AS texts,
+                coalesce(array_agg(r.score ORDER BY r.pos), ''{}'') AS scores
+         FROM ranked AS r
+         LEFT JOIN LATERAL (SELECT doc.embedding, doc.body FROM %1$s AS doc
+                            WHERE doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
+                              AND doc.tenant = r.tenant AND doc.passage = r.passage LIMIT 1) AS doc ON true', tbl,
+        CASE WHEN NOT (diversity = 'mmr' OR duplicate_similarity < 1 OR explain) THEN 'false'
+             WHEN past_keys IS NULL THEN 'true'
+             ELSE 'NOT ((r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY ($29))' END,
+        CASE WHEN past_keys IS NULL THEN 'dna.collapses_by_text(r.kind)'
+             ELSE 'dna.collapses_by_text(r.kind) AND NOT ((r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY ($29))' END);
     best_sql := CASE WHEN diversity = 'off' THEN
         'picked AS (SELECT NULL::integer AS pos, NULL::integer AS duplicate_of WHERE false),
          best AS (SELECT r.*, r.pos AS place, NULL::jsonb AS diverse FROM ranked AS r
@@ -641,52 +675,44 @@ BEGIN
     -- The passage vectors are read only where a cosine is used: MMR, a duplicate_similarity below 1 (the
     -- cosine rule), or explain (a collapsed hit's similarity); collapse by the text rules alone (the
     -- default, duplicate_similarity 1) compares texts only, and the same hits are kept without them.
-    ELSE format(
-        'candidate AS NOT MATERIALIZED (             -- each reference reads only the rows it asks for
-             SELECT r.pos, r.score, CASE WHEN NOT k.past AND %2$s THEN doc.embedding END AS embedding,
-                    CASE WHEN NOT k.past AND dna.collapses_by_text(r.kind) THEN doc.body END AS body
-             FROM ranked AS r
-             CROSS JOIN LATERAL (SELECT (r.name || chr(31) || r.kind || chr(31) || r.tenant) = ANY (coalesce($29, ''{}'')) AS past) AS k
-             LEFT JOIN %1$s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = r.kind AND doc.name = r.name
-                                AND doc.tenant = r.tenant AND doc.passage = r.passage),
-         pool AS MATERIALIZED (
-             SELECT c.* FROM candidate AS c WHERE $41 = ''collapse'' AND c.pos <= 2 * ($11 + $22) + 8),
-         walked AS MATERIALIZED (
-             SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM pool AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.body FROM pool AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.score FROM pool AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d
-             WHERE $41 = ''collapse''),
-         enough AS (SELECT $41 = ''collapse''
-                           AND ((SELECT count(*) FROM walked AS w WHERE w.place IS NOT NULL) >= $11 + $22
-                                OR (SELECT count(*) FROM ranked) <= 2 * ($11 + $22) + 8) AS ok),
-         whole AS MATERIALIZED (SELECT c.* FROM candidate AS c),
+    WHEN diversity = 'collapse' THEN format(
+        'walked AS MATERIALIZED (
+             SELECT d.* FROM (%1$s WHERE r.pos <= 2 * ($11 + $22) + 8) AS a
+             CROSS JOIN LATERAL dna.diversify(a.embeddings, a.texts, a.scores, $41, $42, $43, $11 + $22) AS d),
+         enough AS (SELECT (SELECT count(*) FROM walked AS w WHERE w.place IS NOT NULL) >= $11 + $22
+                           OR (SELECT count(*) FROM ranked) <= 2 * ($11 + $22) + 8 AS ok),
          picked AS MATERIALIZED (
              SELECT w.* FROM walked AS w WHERE (SELECT e.ok FROM enough AS e)
              UNION ALL
-             SELECT d.* FROM dna.diversify(ARRAY(SELECT p.embedding FROM whole AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.body FROM whole AS p ORDER BY p.pos),
-                                           ARRAY(SELECT p.score FROM whole AS p ORDER BY p.pos), $41, $42, $43, $11 + $22) AS d
-             WHERE NOT (SELECT e.ok FROM enough AS e)),
+             SELECT d.* FROM (%1$s) AS a
+             CROSS JOIN LATERAL dna.diversify(a.embeddings, a.texts, a.scores, $41, $42, $43, $11 + $22) AS d
+             WHERE NOT (SELECT e.ok FROM enough AS e)),', collapse_read)
+    ELSE format(
+        'picked AS MATERIALIZED (
+             SELECT d.* FROM (%1$s) AS a
+             CROSS JOIN LATERAL dna.diversify(a.embeddings, a.texts, a.scores, $41, $42, $43, $11 + $22) AS d),', collapse_read) END;
+    IF diversity <> 'off' THEN
+        best_sql := best_sql || format('
          best AS (
-             SELECT r.*, p.place, CASE WHEN $27 THEN jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
+             SELECT r.*, p.place, %s AS diverse
+             FROM picked AS p JOIN ranked AS r ON r.pos = p.pos
+             WHERE p.place > $22 ORDER BY p.place LIMIT $11)',
+            CASE WHEN explain THEN
+            'jsonb_build_object(''diversity'', jsonb_strip_nulls(jsonb_build_object(
                         ''fused_rank'', r.pos, ''place'', p.place, ''relevance'', p.relevance, ''redundancy'', p.redundancy,
                         ''collapsed'', (SELECT jsonb_agg(jsonb_build_object(''kind'', c.kind, ''name'', c.name, ''tenant'', c.tenant,
                                                  ''passage'', c.passage, ''fused_rank'', c.pos, ''score'', c.score,
                                                  ''reason'', q.reason, ''similarity'', q.similarity)
                                                  ORDER BY c.pos)
-                                      FROM picked AS q JOIN ranked AS c ON c.pos = q.pos WHERE q.duplicate_of = p.pos)))) END AS diverse
-             FROM picked AS p JOIN ranked AS r ON r.pos = p.pos
-             WHERE p.place > $22 ORDER BY p.place LIMIT $11)', tbl,
-        CASE WHEN diversity = 'mmr' OR duplicate_similarity < 1 OR explain THEN 'true' ELSE 'false' END) END;
+                                      FROM picked AS q JOIN ranked AS c ON c.pos = q.pos WHERE q.duplicate_of = p.pos))))'
+            ELSE 'NULL::jsonb' END);
+    END IF;
     RETURN QUERY EXECUTE format(
         'WITH dense_all AS MATERIALIZED (%s),
          lexical_all AS MATERIALIZED (%s),
          dense AS (SELECT * FROM dense_all AS d WHERE $23::float8 IS NULL OR d.similarity >= $23),
          lexical AS (SELECT * FROM lexical_all AS l WHERE $24::float8 IS NULL OR l.lexical_score >= $24),
-         removed AS (SELECT CASE WHEN $23::float8 IS NOT NULL
-                                 THEN (SELECT count(*) FROM dense_all AS d WHERE d.similarity < $23)::integer END AS dense,
-                            CASE WHEN $24::float8 IS NOT NULL
-                                 THEN (SELECT count(*) FROM lexical_all AS l WHERE l.lexical_score < $24)::integer END AS lexical),
+         removed AS (%s),
          fused AS (
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
                     coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
@@ -695,17 +721,7 @@ BEGIN
                                                dna.min_max(l.lexical_score, ls.lo, ls.hi), $26)
                         ELSE dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) END) AS score,
                     d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical,
-                    CASE WHEN $27 THEN jsonb_build_object(
-                        ''dense'', CASE WHEN d.rnk IS NOT NULL THEN jsonb_build_object(
-                            ''rank'', d.rnk, ''similarity'', d.similarity,
-                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(d.similarity, ds.lo, ds.hi) END,
-                            ''term'', CASE WHEN $25 = ''convex'' THEN $26 * dna.min_max(d.similarity, ds.lo, ds.hi)
-                                           ELSE $9[1] / ($10 + d.rnk) END) END,
-                        ''lexical'', CASE WHEN l.rnk IS NOT NULL THEN jsonb_build_object(
-                            ''rank'', l.rnk, ''bm25'', l.lexical_score,
-                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(l.lexical_score, ls.lo, ls.hi) END,
-                            ''term'', CASE WHEN $25 = ''convex'' THEN (1 - $26) * dna.min_max(l.lexical_score, ls.lo, ls.hi)
-                                           ELSE $9[2] / ($10 + l.rnk) END) END) END AS lanes
+                    %s AS lanes
              FROM dense AS d FULL JOIN lexical AS l
                ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
              CROSS JOIN (SELECT min(x.similarity) AS lo, max(x.similarity) AS hi FROM dense AS x) AS ds
@@ -729,7 +745,30 @@ BEGIN
                      THEN nullif(dna.identifier_headline(doc.ts_config, doc.body, $19::tsquery), '''')
                 END,
                 CASE WHEN NOT $12 THEN $21 END, r.dense, r.lexical,
-                CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
+                %s,
+                doc.metadata
+         FROM best AS f
+         CROSS JOIN removed AS r
+         JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
+                       AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
+         ORDER BY f.place', dense_sql, lexical_sql,
+        CASE WHEN min_similarity IS NULL AND min_lexical_score IS NULL THEN 'SELECT NULL::integer AS dense, NULL::integer AS lexical'
+             ELSE 'SELECT CASE WHEN $23::float8 IS NOT NULL
+                                 THEN (SELECT count(*) FROM dense_all AS d WHERE d.similarity < $23)::integer END AS dense,
+                            CASE WHEN $24::float8 IS NOT NULL
+                                 THEN (SELECT count(*) FROM lexical_all AS l WHERE l.lexical_score < $24)::integer END AS lexical' END,
+        CASE WHEN explain THEN 'CASE WHEN $27 THEN jsonb_build_object(
+                        ''dense'', CASE WHEN d.rnk IS NOT NULL THEN jsonb_build_object(
+                            ''rank'', d.rnk, ''similarity'', d.similarity,
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(d.similarity, ds.lo, ds.hi) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN $26 * dna.min_max(d.similarity, ds.lo, ds.hi)
+                                           ELSE $9[1] / ($10 + d.rnk) END) END,
+                        ''lexical'', CASE WHEN l.rnk IS NOT NULL THEN jsonb_build_object(
+                            ''rank'', l.rnk, ''bm25'', l.lexical_score,
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(l.lexical_score, ls.lo, ls.hi) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN (1 - $26) * dna.min_max(l.lexical_score, ls.lo, ls.hi)
+                                           ELSE $9[2] / ($10 + l.rnk) END) END) END' ELSE 'NULL::jsonb' END,
+        best_sql, CASE WHEN explain THEN 'CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
                     || jsonb_build_object(
                         ''dense'', $28::jsonb -> ''dense'' || jsonb_build_object(
                             ''candidates'', (SELECT count(*) FROM dense_all), ''removed_by_floor'', r.dense),
@@ -738,13 +777,7 @@ BEGIN
                             ''exact'', coalesce((SELECT bool_and(x.exact) FROM lexical_all AS x), true)),
                         ''fused_candidates'', (SELECT count(*) FROM fused),
                         ''diversity'', $28::jsonb -> ''diversity'' || jsonb_build_object(
-                            ''collapsed'', (SELECT count(*) FROM picked AS p WHERE p.duplicate_of IS NOT NULL)))) || coalesce(f.diverse, ''{}'') END,
-                doc.metadata
-         FROM best AS f
-         CROSS JOIN removed AS r
-         JOIN %s AS doc ON doc.scope = $1 AND doc.model_id = $2 AND doc.kind = f.kind
-                       AND doc.name = f.name AND doc.tenant = f.tenant AND doc.passage = f.passage
-         ORDER BY f.place', dense_sql, lexical_sql, best_sql, tbl)
+                            ''collapsed'', (SELECT count(*) FROM picked AS p WHERE p.duplicate_of IS NOT NULL)))) || coalesce(f.diverse, ''{}'') END' ELSE 'NULL::jsonb' END, tbl)
         USING scope, model_id, query_embedding, dense_depth, kinds, tenant, name_prefix, terms,
               weights, rrf_k, k, degraded, lexical_depth, cfg.bm25_k1, cfg.bm25_b,
               CASE WHEN name_prefix IS NULL AND filter IS NULL THEN lexical_depth + retired END, valid_time,

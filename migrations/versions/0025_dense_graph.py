@@ -26,6 +26,19 @@ dna.hnsw_ef_search(k, depth, graph_rows): 0021's rule x (1 + 0.5 x max(0, log10(
 table's pg_class.reltuples (the graph holds every scope of the table): 400 at k = 10 up to 100,000 rows, 600
 at 1M; explain's dense part shows graph_rows and the rule. The downgrade rebuilds 0001's index and drops the
 three-argument rule (tests/test_dense_graph.py; on Citus tests/citus/test_citus_dense_graph.py).
+
+fused_cost (search.sql; issue 26 item 7): dna.search's fused statement is parsed and planned at every call
+(its table and filters are the call's), and it held every part any call could use: explain's jsonb expressions
+and the floors' counts (folded away at planning, but parsed and analysed each time), and the collapse read
+through a shared subquery materialised into a pool, then three ordered ARRAY subqueries per walk, plus an
+empty walk under mmr. The statement now holds only the parts the call uses (explain's expressions only with
+explain, the floors' counts only with a floor, the past-text test only with past texts, one walk under mmr),
+and each walk reads its vectors, texts and scores as one aggregate over one keyed probe per candidate; the
+out-of-force count and the exact rule's row count are one statement instead of two. On SciFact (one claim,
+the captured statement under EXPLAIN EXECUTE) planning 1.36 -> 1.11 ms and parsing 0.91 -> 0.57 ms; a whole
+hybrid call 0.26 ms less backend CPU on average (12.34 -> 12.08 ms, both functions interleaved per claim at load
+3.3-3.5; bench/RESULTS.md). The same rows, scores and explain (tests/test_search_conformance.py; SciFact nDCG@10
+unchanged). No schema change.
 """
 import sys
 from pathlib import Path
