@@ -6,15 +6,17 @@ Usage (from the repository root)::
     python bench/scale.py ../shared/data/scifact --docs 1000000 ... --keep --out R.json   # keeps the database
     python bench/ef_sweep.py ../shared/data/scifact --dsn DSN --runs R.runs.json.gz [--size 1000000]
                              [--ef 100,400,600,800,1000] [--exclude-from x0994817] [--build m=16,ef_construction=128]
-                             [--out bench/results/ef_sweep.json]
+                             [--split test|train] [--out bench/results/ef_sweep.json]
 
 The reference: the top 10 of ``numpy-exact`` that bench/scale.py wrote for the same 300 SciFact test claims
-(``--runs``, its per-query runs); rows written after it (its live phase: distractors from
-``--exclude-from`` on) are left out of the lane here by a filter. The lane's statement as bench/scale.py times
+(``--runs``, its per-query runs); with ``--split train`` (the 809 train claims, where a rule is chosen) the
+exact top 10 by numpy over the scope's vectors read from the table (``--runs`` is then not read). Rows written
+after the bulk load (bench/scale.py's live phase: distractors from ``--exclude-from`` on) are left out of the
+lane and of the reference by a filter. The lane's statement as bench/scale.py times
 it (``ORDER BY embedding <=> q``, ``hnsw.iterative_scan = strict_order``, LIMIT 100, first 10), once per
 ef_search, each query's values interleaved; backend CPU (``/proc/<pid>/schedstat``) p50 / p95, the 1-minute
 load average. ``--build PARAMS``: first the 384 table's HNSW index is dropped and built again ``WITH (PARAMS)``
-(pgvector's m and ef_construction; revision 0001 builds it with the defaults, m 16 and ef_construction 64),
+(pgvector's m and ef_construction; revision 0025 builds it WITH (m = 16, ef_construction = 128), 0001 built it with the defaults, ef_construction 64),
 timed, with ``maintenance_work_mem`` 4GB and 1 parallel worker; the database is left with that index. Prints a
 Markdown table; writes JSON (``--out``) and the Markdown beside it.
 """
@@ -41,11 +43,39 @@ LANE = ("SELECT t.name FROM dna.dna_search_docs_384 AS t WHERE t.scope = %(scope
         "ORDER BY t.embedding <=> %(q)s LIMIT 100")
 
 
+def numpy_exact(conn, model_id: str, cut: str, qids: list[str], qmat) -> dict[str, list[tuple[str, float]]]:
+    """Each query's exact top 10 by cosine over the scope's vectors (rows from ``cut`` on left out), by numpy."""
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    names, vecs = [], []
+    with conn.cursor(binary=True) as cur:
+        cur.execute("SELECT t.name, t.embedding FROM dna.dna_search_docs_384 AS t WHERE t.scope = %s AND t.model_id = %s "
+                    "AND t.embedding IS NOT NULL AND NOT (t.name LIKE 'x%%' AND t.name >= %s)", (SCOPE, model_id, cut))
+        for name, v in cur:
+            names.append(name)
+            vecs.append(v.to_numpy() if hasattr(v, "to_numpy") else np.asarray(v, dtype=np.float32))
+    m = np.vstack(vecs).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    q = np.asarray(qmat, dtype=np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    out = {}
+    for i0 in range(0, len(qids), 64):
+        sims = q[i0:i0 + 64] @ m.T
+        for j, row in enumerate(sims):
+            top = np.argpartition(-row, 10)[:10]
+            out[qids[i0 + j]] = sorted(((names[t], float(row[t])) for t in top), key=lambda x: -x[1])
+    log(f"  exact top 10 of {len(qids)} queries over {len(names):,} vectors (numpy)")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dataset", nargs="?", default=None)
     ap.add_argument("--dsn", required=True)
-    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--runs", type=Path, default=None, help="bench/scale.py's per-query runs (the test split's reference)")
+    ap.add_argument("--split", choices=("test", "train"), default="test")
     ap.add_argument("--size", default="1000000")
     ap.add_argument("--ef", default="100,400,600,800,1000")
     ap.add_argument("--exclude-from", default="x0994817")
@@ -56,12 +86,19 @@ def main(argv=None) -> int:
     from pgvector import Vector
 
     from pydna.embeddings import OnnxEmbeddingProvider
-    _real, qtexts, _qrels, _ = load_dataset(Path(scifact_dir(args.dataset, ap)), "test")
-    exact = json.load(gzip.open(args.runs))[f"{args.size}/numpy-exact"]["run10"]
-    qids = [q for q in qtexts if q in exact]
+    _real, qtexts, _qrels, _ = load_dataset(Path(scifact_dir(args.dataset, ap)), args.split)
     embedder = CachedEmbedder(OnnxEmbeddingProvider())
-    qmat = embedder.embed([qtexts[q] for q in qids])
     conn = connect(args.dsn)
+    if args.split == "test":
+        if args.runs is None:
+            ap.error("--runs is needed for the test split (bench/scale.py's numpy-exact run)")
+        exact = json.load(gzip.open(args.runs))[f"{args.size}/numpy-exact"]["run10"]
+        qids = [q for q in qtexts if q in exact]
+        qmat = embedder.embed([qtexts[q] for q in qids])
+    else:
+        qids = list(qtexts)
+        qmat = embedder.embed([qtexts[q] for q in qids])
+        exact = numpy_exact(conn, embedder.model_id, args.exclude_from, qids, qmat)
     built = None
     if args.build:
         import time
@@ -91,9 +128,9 @@ def main(argv=None) -> int:
             got[ef]["recall"].append(len(ref & set(rows[:10])) / 10)
         if i % 50 == 0:
             log(f"  {i + 1}/{len(qids)} queries")
-    out = {"size": args.size, "queries": len(qids), "load_before": load0, "load_after": load1(), "build": built, "ef": {}}
+    out = {"size": args.size, "split": args.split, "queries": len(qids), "load_before": load0, "load_after": load1(), "build": built, "ef": {}}
     index_note = f"WITH ({args.build}) built in {built['seconds']} s" if built else "as found"
-    lines = [f"{args.size} documents, {len(qids)} SciFact test claims, the lane's statement (LIMIT 100, first 10), recall@10 "
+    lines = [f"{args.size} documents, {len(qids)} SciFact {args.split} claims, the lane's statement (LIMIT 100, first 10), recall@10 "
              f"against numpy-exact; index {index_note}; "
              f"load {out['load_before']} → {out['load_after']}", "",
              "| hnsw.ef_search | recall@10 | CPU p50 / p95 ms |", "|---:|---:|---:|"]

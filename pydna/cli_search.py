@@ -63,7 +63,7 @@ def recall(
                          "(Reciprocal Rank Fusion); default: the scope's setting, else convex.",
         show_default=False)] = None,
     dense_weight: Annotated[Optional[float], typer.Option(
-        "--dense-weight", help="The dense lane's share of the convex fusion, 0-1 (default: the scope's, else 0.4).",
+        "--dense-weight", help="The dense lane's share of the convex fusion, 0-1 (default: the scope's, else 0.5).",
         show_default=False)] = None,
     min_similarity: Annotated[Optional[float], typer.Option(
         "--min-similarity", help="Dense floor: drop dense candidates below this cosine (-1 to 1).",

@@ -467,8 +467,8 @@ class Client(ReceiptsMixin):
         floors of the dense / lexical lane (each hit says how many candidates they removed; an
         emptied answer says so in ``notices``). ``exact``: True scans the dense lane exactly, None
         (default) does so for scopes of at most 2000 rows, False lets HNSW answer. ``fusion``: ``'convex'``
-        (``dense_weight`` x normalised cosine + (1 - dense_weight) x normalised BM25; dense_weight
-        default 0.4) or ``'rrf'``; None: the scope's setting, else convex. ``explain=True``: every hit's
+        (``dense_weight`` x z-score normalised cosine + (1 - dense_weight) x z-score normalised BM25; dense_weight
+        default 0.5) or ``'rrf'``; None: the scope's setting, else convex. ``explain=True``: every hit's
         ``explain`` holds its lanes' ranks, raw scores and fusion terms and the answer's receipt (the
         dense lane's path — HNSW or exact scan —, ef_search, candidates per lane, filters, floors,
         degradation; see ``dna.search``).

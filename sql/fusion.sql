@@ -122,6 +122,24 @@ COMMENT ON FUNCTION dna.min_max(double precision, double precision, double preci
 'hi = their maximum): (x - lo) / (hi - lo) in [0, 1]; 1 when every candidate scores the same (hi = lo); '
 '0 when x is NULL (absent from the lane). Pure.';
 
+CREATE OR REPLACE FUNCTION dna.z_score(x double precision, lo double precision, sd double precision)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN x IS NULL THEN 0
+                WHEN sd > 0 THEN (x - lo) / sd
+                ELSE 1 END
+$$;
+
+COMMENT ON FUNCTION dna.z_score(double precision, double precision, double precision) IS
+'z-score normalisation of a lane score x over the lane''s candidates for one query, shifted so the lowest '
+'candidate is 0 (lo = their minimum, sd = their population standard deviation): (x - lo) / sd >= 0, in standard '
+'deviations above the lowest; 1 when every candidate scores the same (sd = 0); 0 when x is NULL (absent from the '
+'lane, as low as the lowest). The shift (z(x) - z(lo)) changes no ranking of a convex fusion: each lane''s '
+'terms move by one constant. dna.search''s convex fusion since revision 0025 (before: dna.min_max), which keeps '
+'a lane whose candidates score nearly alike from spreading them over the whole [0, 1] (bench/RESULTS.md, '
+'"Fusion at 1M"). Pure.';
+
 CREATE OR REPLACE FUNCTION dna.convex_fusion(dense double precision, lexical double precision,
                                              dense_weight double precision DEFAULT 0.5)
 RETURNS double precision
@@ -131,7 +149,7 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION dna.convex_fusion(double precision, double precision, double precision) IS
-'Convex combination of two normalised lane scores (each in [0, 1], dna.min_max): dense_weight x dense + '
+'Convex combination of two normalised lane scores (dna.search: dna.z_score; dna.min_max before 0025): dense_weight x dense + '
 '(1 - dense_weight) x lexical, dense_weight in [0, 1] (default 0.5; dna.search checks it); NULL counts 0. '
 'The second fusion of dna.search (fusion => ''convex''), after Bruch, Gai & Ingber, "An Analysis of Fusion '
 'Functions for Hybrid Retrieval", ACM TOIS 2023. Pure.';

@@ -169,7 +169,7 @@ BEGIN
     END IF;
     IF dense_weight IS NOT NULL AND NOT (dense_weight >= 0 AND dense_weight <= 1) THEN
         RAISE EXCEPTION 'dense_weight must be between 0 and 1 (the lexical lane weighs 1 - dense_weight), got %',
-            dense_weight USING ERRCODE = '22023', HINT = 'dense_weight is the dense lane''s share of the convex fusion: a number from 0 (the lexical lane alone) to 1 (the dense lane alone); NULL: the scope''s setting, else 0.4.';
+            dense_weight USING ERRCODE = '22023', HINT = 'dense_weight is the dense lane''s share of the convex fusion: a number from 0 (the lexical lane alone) to 1 (the dense lane alone); NULL: the scope''s setting, else 0.5.';
     END IF;
     -- A fusion's own knobs only: an argument the asked fusion would ignore is a mistake, not a no-op.
     IF fusion = 'rrf' AND dense_weight IS NOT NULL THEN
@@ -226,8 +226,8 @@ BEGIN
     -- Defaults: the argument, else the scope's setting (dna.set_search_config), else the built-in
     -- values chosen on the SciFact TRAIN split (bench/tune.py; bench/RESULTS.md): each lane fetches
     -- max(4k, 100) candidates, weights (dense 1, lexical 1.5), rrf_k 10; and the fusion, chosen on
-    -- SciFact TRAIN and the LoCoMo dev split (bench/tune.py --steps fusion, bench/locomo_fusion.py):
-    -- convex with dense_weight 0.4 (RRF: fusion => 'rrf'). The lane depths do not depend on
+    -- SciFact TRAIN and the LoCoMo dev split (bench/tune.py --steps fusion, bench/locomo_fusion.py) with
+    -- the hybrid at 1M not below its better lane (0025): convex, z-score, dense_weight 0.5 (RRF: fusion => 'rrf'). The lane depths do not depend on
     -- offset, so the pages of one size (and candidates) are windows of one ranking: they compose.
     SELECT * INTO cfg FROM dna.search_config(scope);
     dense_depth := coalesce(candidates, cfg.dense_candidates, greatest(4 * k, 100));
@@ -238,7 +238,7 @@ BEGIN
                        CASE WHEN cfg.weights IS NOT NULL OR cfg.rrf_k IS NOT NULL THEN 'rrf' END, 'convex');
     weights := coalesce(weights, cfg.weights, ARRAY[1.0, 1.5]::float8[]);
     rrf_k := coalesce(rrf_k, cfg.rrf_k, 10);
-    dense_weight := coalesce(dense_weight, cfg.dense_weight, 0.4);
+    dense_weight := coalesce(dense_weight, cfg.dense_weight, 0.5);
     -- diversity => 'collapse' (default) by text alone (cosine 1), mmr_lambda 0.7: bench/diversity.py (docs/hybrid-search.md)
     duplicate_similarity := coalesce(duplicate_similarity, dna.default_duplicate_similarity());
     mmr_lambda := CASE WHEN diversity = 'mmr' THEN coalesce(mmr_lambda, dna.default_mmr_lambda()) END;
@@ -595,7 +595,7 @@ BEGIN
         answer := jsonb_build_object(
             'k', k, 'offset', "offset", 'model_id', model_id,
             'fusion', CASE WHEN fusion = 'convex' THEN jsonb_build_object('method', 'convex', 'dense_weight', dense_weight,
-                                                                          'normalisation', 'min-max over the lane''s candidates')
+                                                                          'normalisation', 'z-score over the lane''s candidates, the lowest 0')
                            ELSE jsonb_build_object('method', 'rrf', 'weights', to_jsonb(weights), 'rrf_k', rrf_k) END,
             'degraded', degraded,
             'degradation', CASE WHEN query_embedding IS NULL THEN 'no query embedding: lexical only'
@@ -630,8 +630,9 @@ BEGIN
     -- Both lanes rank passages (a document indexed whole is its passage 0); RRF fuses passages, and
     -- a document's hit is its best fused passage (MaxP) unless passages ($18) asks for every one.
     -- Fusion ($25): RRF of the lane ranks (default), or convex: dense_weight ($26) x the cosine and
-    -- (1 - dense_weight) x the BM25 score, each min-max normalised over its lane's candidates of this
-    -- query (dna.min_max; absent from a lane: 0).
+    -- (1 - dense_weight) x the BM25 score, each z-score normalised over its lane's candidates of this
+    -- query, shifted so its lowest is 0 (dna.z_score; absent from a lane: 0; 0025, min-max before).
+    -- Candidates all equal count as sd 0 (max = min): stddev_pop of equal doubles can be a few ulps above 0.
     -- The fused score is rounded as the lane scores are; ties order by (kind, name, tenant, passage).
     -- The answer is the window $22 + 1 .. $22 + k of that one ranking.
     -- The hit's highlight marks the query's lexemes in that passage (dna.identifier_headline: ts_headline,
@@ -717,15 +718,15 @@ BEGIN
              SELECT coalesce(d.kind, l.kind) AS kind, coalesce(d.name, l.name) AS name,
                     coalesce(d.tenant, l.tenant) AS tenant, coalesce(d.passage, l.passage) AS passage,
                     dna.score_round(CASE WHEN $25 = ''convex''
-                        THEN dna.convex_fusion(dna.min_max(d.similarity, ds.lo, ds.hi),
-                                               dna.min_max(l.lexical_score, ls.lo, ls.hi), $26)
+                        THEN dna.convex_fusion(dna.z_score(d.similarity, ds.lo, ds.sd),
+                                               dna.z_score(l.lexical_score, ls.lo, ls.sd), $26)
                         ELSE dna.rrf(ARRAY[d.rnk, l.rnk], $9, $10) END) AS score,
                     d.similarity, l.lexical_score, d.rnk AS rank_dense, l.rnk AS rank_lexical,
                     %s AS lanes
              FROM dense AS d FULL JOIN lexical AS l
                ON l.kind = d.kind AND l.name = d.name AND l.tenant = d.tenant AND l.passage = d.passage
-             CROSS JOIN (SELECT min(x.similarity) AS lo, max(x.similarity) AS hi FROM dense AS x) AS ds
-             CROSS JOIN (SELECT min(x.lexical_score) AS lo, max(x.lexical_score) AS hi FROM lexical AS x) AS ls
+             CROSS JOIN (SELECT min(x.similarity) AS lo, CASE WHEN max(x.similarity) > min(x.similarity) THEN stddev_pop(x.similarity) ELSE 0 END AS sd FROM dense AS x) AS ds
+             CROSS JOIN (SELECT min(x.lexical_score) AS lo, CASE WHEN max(x.lexical_score) > min(x.lexical_score) THEN stddev_pop(x.lexical_score) ELSE 0 END AS sd FROM lexical AS x) AS ls
          ),
          ranked AS (
              SELECT f.*, row_number() OVER (ORDER BY f.score DESC, f.kind, f.name, f.tenant, f.passage)::integer AS pos FROM (
@@ -760,13 +761,13 @@ BEGIN
         CASE WHEN explain THEN 'CASE WHEN $27 THEN jsonb_build_object(
                         ''dense'', CASE WHEN d.rnk IS NOT NULL THEN jsonb_build_object(
                             ''rank'', d.rnk, ''similarity'', d.similarity,
-                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(d.similarity, ds.lo, ds.hi) END,
-                            ''term'', CASE WHEN $25 = ''convex'' THEN $26 * dna.min_max(d.similarity, ds.lo, ds.hi)
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.z_score(d.similarity, ds.lo, ds.sd) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN $26 * dna.z_score(d.similarity, ds.lo, ds.sd)
                                            ELSE $9[1] / ($10 + d.rnk) END) END,
                         ''lexical'', CASE WHEN l.rnk IS NOT NULL THEN jsonb_build_object(
                             ''rank'', l.rnk, ''bm25'', l.lexical_score,
-                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.min_max(l.lexical_score, ls.lo, ls.hi) END,
-                            ''term'', CASE WHEN $25 = ''convex'' THEN (1 - $26) * dna.min_max(l.lexical_score, ls.lo, ls.hi)
+                            ''normalised'', CASE WHEN $25 = ''convex'' THEN dna.z_score(l.lexical_score, ls.lo, ls.sd) END,
+                            ''term'', CASE WHEN $25 = ''convex'' THEN (1 - $26) * dna.z_score(l.lexical_score, ls.lo, ls.sd)
                                            ELSE $9[2] / ($10 + l.rnk) END) END) END' ELSE 'NULL::jsonb' END,
         best_sql, CASE WHEN explain THEN 'CASE WHEN $27 THEN f.lanes || jsonb_build_object(''score'', f.score, ''answer'', $28::jsonb
                     || jsonb_build_object(
@@ -855,13 +856,13 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'with iterative scans, or an exact scan) and a lexical lane (Okapi BM25 over the OR of the query lexemes, dna.bm25, with the '
 'scope''s regconfig and k1/b), each over-fetching candidates with the filters (model_id, kinds, '
 'name_prefix, tenant overlay, validity) inside the lane, fused by dna.rrf(ARRAY[rank_dense, rank_lexical], weights, '
-'rrf_k) (fusion => ''rrf'') or, fusion => ''convex'' (the default), by dna.convex_fusion: dense_weight (0..1, default 0.4) x the '
-'cosine plus (1 - dense_weight) x the BM25 score, each min-max normalised over its lane''s candidates for this query '
-'(dna.min_max; absent from a lane: 0; score then in [0, 1]). weights and rrf_k are RRF''s: given by the call or the '
+'rrf_k) (fusion => ''rrf'') or, fusion => ''convex'' (the default), by dna.convex_fusion: dense_weight (0..1, default 0.5) x the '
+'cosine plus (1 - dense_weight) x the BM25 score, each z-score normalised over its lane''s candidates for this query and '
+'shifted so the lowest is 0 (dna.z_score: (x - min) / standard deviation; absent from a lane: 0; score then >= 0). weights and rrf_k are RRF''s: given by the call or the '
 'scope''s setting without a fusion (call, then scope), they select RRF. model_id NULL: the scope''s model with the most documents (of the query vector''s width; NOTICE '
 'and no rows for a scope with none). Defaults when an argument is NULL: the scope''s dna.search_config, else (chosen on the SciFact '
 'train split) candidates = max(4k, 100) per lane, weights (dense 1, lexical 1.5), rrf_k 10; '
-'(chosen on SciFact train and the LoCoMo dev split, bench/RESULTS.md) fusion convex, dense_weight 0.4. '
+'(chosen on SciFact train and the LoCoMo dev split with the hybrid at 1M documents not below its better lane, bench/RESULTS.md) fusion convex, z-score, dense_weight 0.5. '
 'Returns at most k (0..1000, default 10) dna.search_hit rows: ranks offset+1 .. offset+k (offset 0..9000, default 0) of one ranking ordered '
 'by score DESC then (kind, name, tenant, passage); the lane depths do not depend on offset, so pages of one size '
 '(and candidates) compose, and pages past the fused candidates are empty. score = RRF in [0, sum(weights)/(rrf_k+1)], similarity = cosine '

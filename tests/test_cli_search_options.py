@@ -119,7 +119,7 @@ def test_explain_json_is_the_servers_explain(runner, corpus):
 def test_explain_text_shows_each_lane_and_how_the_answer_was_made(runner, corpus):
     out = ok(invoke(runner, corpus, "search", QUERY, "--scope", "ex", *FAKE, "--explain", "-k", 2,
                     "--min-similarity", "0.2")).stdout
-    assert "fusion convex (dense_weight 0.40" in out
+    assert "fusion convex (dense_weight 0.50" in out
     assert "dense lane: exact scan" in out and "min_similarity 0.2" in out and "removed" in out
     assert "lexical lane: BM25 k1 1.20 b 0.40 (english)" in out and "terms appl, ocean, rank" in out
     assert "degraded: no" in out

@@ -52,12 +52,12 @@ def test_past_lane_keeps_its_best_after_rescoring_beyond_depth(sql):
     assert [h["name"] for h in got["hits"]][:3] == ["m12", "m01", "m02"]
     got["hits"] = got["hits"][:3]
     # score = dna.search's fused score x the memory factors (dna.memory_factors, issue 15): the past
-    # texts are in the lexical lane (equal BM25: min-max 1), default convex fusion, dense_weight 0.4:
-    # (1 - 0.4) x 1 each; equal factors but for m12's affect
-    assert [round(h["search_score"], 12) for h in got["hits"]] == [0.6, 0.6, 0.6]
+    # texts are in the lexical lane (equal BM25: z-score 1), default convex fusion, dense_weight 0.5:
+    # (1 - 0.5) x 1 each; equal factors but for m12's affect
+    assert [round(h["search_score"], 12) for h in got["hits"]] == [0.5, 0.5, 0.5]
     factor = got["hits"][1]["memory_factor"]
-    assert [round(h["score"], 12) for h in got["hits"]] == [round(1.5 * factor * 0.6, 12), round(factor * 0.6, 12),
-                                                          round(factor * 0.6, 12)]
+    assert [round(h["score"], 12) for h in got["hits"]] == [round(1.5 * factor * 0.5, 12), round(factor * 0.5, 12),
+                                                          round(factor * 0.5, 12)]
     # With a query embedding: the same answers (a past text has no dense lane, and recall ranks no
     # second time by cosine since issue 15)
     for k, want in ((1, ["m01"]), (5, ["m12", "m01", "m02", "m03", "m04"])):

@@ -39,6 +39,18 @@ the captured statement under EXPLAIN EXECUTE) planning 1.36 -> 1.11 ms and parsi
 hybrid call 0.26 ms less backend CPU on average (12.34 -> 12.08 ms, both functions interleaved per claim at load
 3.3-3.5; bench/RESULTS.md). The same rows, scores and explain (tests/test_search_conformance.py; SciFact nDCG@10
 unchanged). No schema change.
+
+fusion_scale (fusion.sql, search.sql; issue 26 item 5): dna.search's default convex fusion normalises each lane's
+scores by z-score over its candidates, shifted so the lowest is 0 (new dna.z_score: (x - min) / population standard
+deviation; all equal: 1; absent: 0), at dense_weight 0.5; before, min-max (dna.min_max) at 0.4. Min-max spreads
+a lane whose candidates score nearly alike over the whole [0, 1]: on 1M documents (bench/scale.py's corpus, ~190
+near-copies of each SciFact abstract sharing its words) the flat BM25 scores outweighed the dense lane and the
+hybrid's nDCG@10 fell below the dense lane's (SciFact train claims: 0.404 against 0.458). Rule (bench/RESULTS.md,
+"Fusion at 1M"): among the normalisations and dense weights whose hybrid at 1M is not below its better lane on
+the train claims and which keep LoCoMo dev's recall targets (R@10 >= 0.75, any@10 >= 0.80), the best SciFact
+train nDCG@10: z-score at 0.5 (0.7355; min-max 0.4 gave 0.7340; at 1M 0.473). Scores of the convex fusion are
+then >= 0 in standard deviations, no longer in [0, 1]; RRF and a scope's own dense_weight are unchanged. The
+downgrade gives min-max at 0.4 back (tests/test_search_fusion.py, tests/test_fusion_scale_migration.py).
 """
 import sys
 from pathlib import Path
@@ -89,7 +101,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0025_dense_graph/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("search.sql",)
+CHANGED: tuple[str, ...] = ("fusion.sql", "search.sql")
 
 
 def changed_files() -> list[str]:
