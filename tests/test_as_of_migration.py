@@ -10,6 +10,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 SEED = [("hq", "the office is in lisbon", "we moved the office to porto"),
         ("cat", "the office cat is called miso", "the cat is called tofu now"),
         ("deploy", "deploys happen on fridays in lisbon", None),
@@ -80,7 +84,7 @@ def test_upgrade_from_0016_answers_every_as_of_recall_the_same_and_downgrades(em
     assert first["hits"][0]["name"] == "hq" and first["hits"][0]["ranked_by"] == "past_text"
     assert first["as_of_past_text"] == ["cat", "coffee", "hq"]
     assert "late" not in [h["name"] for h in first["hits"]]
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _state(conn) == (1, 1, True, True, True, True)
         assert _as_of_view(_answers(conn, t)) == _as_of_view(before)
@@ -91,6 +95,6 @@ def test_upgrade_from_0016_answers_every_as_of_recall_the_same_and_downgrades(em
         # 0016's text writes again
         conn.execute("SELECT dna.remember('team', %s, name => 'hq', model_id => 'dna-fake-hash-v1')",
                      (Jsonb({"summary": "the office is back in lisbon"}),))
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _state(conn) == (1, 1, True, True, True, True)

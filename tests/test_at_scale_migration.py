@@ -10,6 +10,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 FAKE = "dna-fake-hash-v1"
 WIDE_SEARCH = "SELECT name FROM dna.search('docs', 'river stones', array_fill(0.5, ARRAY[768])::vector, k => 5)"
 
@@ -58,7 +62,7 @@ def test_upgrade_from_0023_keeps_the_default_model_and_answers_and_downgrades(em
                      ([f"w{i}" for i in range(400)],))
     assert before[0] == [FAKE, FAKE, FAKE, FAKE, None, None]
     assert before[2] == FAKE and len(before[1]) == 5
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _state(conn) == before
         assert conn.execute("SELECT dna.scope_model('docs', 768)").fetchone()[0] == "wide-768"

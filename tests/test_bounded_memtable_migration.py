@@ -11,6 +11,10 @@ from pydna import migrate
 from test_bounded_memtable import LIMIT, MODEL, answers, memtable, segments, write
 from test_citus_migration import _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 ADDED = ("bm25_memtable_limit", "bm25_bound_memtable", "bm25_keep_statistics")
 
 
@@ -22,7 +26,7 @@ def test_upgrade_bounds_the_memtable_and_downgrades(empty_dsn):
         write(conn, "grown", 1, LIMIT + 100)                      # 0020: all of it in the memtable
         assert memtable(conn, "grown") == LIMIT + 100 and segments(conn, "grown") == 0
         before, grown = _answers(conn), answers(conn, "grown")
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before and answers(conn, "grown") == grown
         assert memtable(conn, "grown") == LIMIT + 100             # nothing rebuilt by the upgrade

@@ -13,6 +13,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 S = "mem"
 MODEL = "dna-fake-hash-v1"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
@@ -88,7 +92,7 @@ def test_upgrade_from_0017_answers_the_same_and_downgrades(empty_dsn):
         before = _answers(conn)
         assert "SELECT" in conn.execute(POLICY).fetchone()[0]
         assert {r[3] for r in before["versions"]} == {"remember", "forget"}
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert conn.execute(POLICY).fetchone()[0] == SINGLE      # 0021: the test written out (policy_inline)
@@ -113,7 +117,7 @@ def test_upgrade_from_0017_answers_the_same_and_downgrades(empty_dsn):
         assert _last_op(conn, "m6") == "forget"
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname IN ('tenant_policy', 'memory_text_of', "
                             "'instances_op_named') AND pronamespace = 'dna'::regnamespace").fetchone()[0] == 0
-    migrate.upgrade(empty_dsn, "head")                                    # and up again
+    migrate.upgrade(empty_dsn, HELD_TO)                                    # and up again
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         conn.execute("SELECT dna.forget(%s, 'm7')", (S,))
         assert _last_op(conn, "m7") == "forget"

@@ -9,6 +9,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 NOW = "2026-06-01T12:00:00Z"
 DISTRIBUTE = ("citus_version", "require_citus", "distribution_plan", "delegated_verbs", "map_table_ddl",
@@ -49,7 +53,7 @@ def test_upgrade_from_0017_with_data_and_downgrade(empty_dsn):
         before = _answers(conn)
         assert before["search"] and before["recall"]
         assert _functions(conn) == set()
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert _functions(conn) == set(DISTRIBUTE)
@@ -67,7 +71,7 @@ def test_upgrade_from_0017_with_data_and_downgrade(empty_dsn):
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _functions(conn) == set()
         assert _answers(conn) == before
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _functions(conn) == set(DISTRIBUTE)
         # dna.clear_width on the upgraded data: the width holds memories, so it refuses, changing nothing

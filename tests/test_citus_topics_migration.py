@@ -11,6 +11,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 KEY = ("SELECT pg_get_constraintdef(c.oid) FROM pg_constraint AS c "
        "WHERE c.conrelid = 'dna.dna_search_receipts'::regclass AND c.contype = 'p'")
@@ -50,7 +54,7 @@ def test_upgrade_from_0018_keeps_the_receipts_under_the_new_key_and_downgrades(e
         assert all(m for m, _, _ in replays)
         assert conn.execute(KEY).fetchone()[0] == "PRIMARY KEY (receipt_id)"
         hint = conn.execute("SELECT dna.nearest_scopes_text('tema')").fetchone()[0]
-    migrate.upgrade(empty_dsn)
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert conn.execute(KEY).fetchone()[0] == "PRIMARY KEY (scope, receipt_id)"
         assert conn.execute("SELECT to_regclass('dna.dna_search_receipts_receipt_id') IS NOT NULL").fetchone()[0]
@@ -71,4 +75,4 @@ def test_upgrade_from_0018_keeps_the_receipts_under_the_new_key_and_downgrades(e
         gone = conn.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'dna'::regnamespace AND proname IN "
                             "('citus_placement_name', 'undistribute', 'revoke_app_role')").fetchone()[0]
         assert gone == 0
-    migrate.upgrade(empty_dsn)
+    migrate.upgrade(empty_dsn, HELD_TO)

@@ -72,7 +72,7 @@ def test_explain_reports_the_path_and_the_ef_search_used(dense_db, path):
     answer = _dense_explain(dense_db, _queries()[0])
     assert answer["path"] == "hnsw", answer                       # 5,000 rows > dna.exact_scan_rows()
     assert answer["ef_search"] == 400 == dense_db.execute("SELECT dna.hnsw_ef_search(10, 100)").fetchone()[0]
-    assert answer["ef_search_rule"] == "least(1000, greatest(40, 4 x depth, 10 x k))"
+    assert answer["ef_search_rule"] == "least(1000, greatest(40, 4 x depth, 10 x k) x (1 + 0.5 x max(0, log10(graph_rows) - 5)))"
     assert answer["iterative_scan"] == "strict_order"
     assert answer["depth"] == 100 and answer["exact_rule"].startswith("exact when the scope holds <=")
     assert dense_db.execute("SHOW enable_sort").fetchone()[0] == ("off" if path == "graph" else "on")   # restored

@@ -10,6 +10,10 @@ import psycopg
 from pydna import migrate
 from test_citus_migration import _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 VEC = "(SELECT l2_normalize(array_agg(sin(i))::vector) FROM generate_series(1, 384) AS i)"
 EXPLAIN = ("SELECT explain -> 'answer' -> 'dense' FROM dna.search('dense', 'zzzz', " + VEC + ", %s, k => 10, "
@@ -45,7 +49,7 @@ def test_upgrade_from_0020_widens_the_graph_search_and_downgrades(empty_dsn):
         before = _answers(conn)
         lane, exact = _dense(conn)
         assert lane["path"] == "hnsw" and lane["ef_search"] == 100 and "ef_search_rule" not in lane
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         lane_now, exact_now = _dense(conn)

@@ -12,8 +12,9 @@ from pydna import maintenance, migrate
 FAKE = "dna-fake-hash-v1"
 HNSW = "SELECT c.relname, c.reloptions FROM pg_class AS c WHERE c.relnamespace = 'dna'::regnamespace " \
        "AND c.relname LIKE 'dna\\_search\\_docs\\_%\\_embedding\\_hnsw' ORDER BY c.relname"
-SEARCH = ("SELECT name, score FROM dna.search('g', 'river stones', dna.fake_embed('river stones'), %s, k => 10, "
-          "exact => false)")
+# the dense lane alone (RRF, lexical weight 0): 0025's other topic, fusion_scale, rescales the convex fusion
+SEARCH = ("SELECT name, similarity FROM dna.search('g', 'river stones', dna.fake_embed('river stones'), %s, k => 10, "
+          "exact => false, weights => '{1,0}')")
 SIZED = "to_regprocedure('dna.hnsw_ef_search(integer, integer, double precision)')"
 
 
@@ -91,10 +92,11 @@ def test_upgrade_from_0024_rebuilds_the_graph_and_keeps_the_answers(empty_dsn):
         assert conn.execute(SEARCH, (FAKE,)).fetchall() == before
         assert conn.execute("SELECT count(*) FROM dna.dna_search_docs_384 WHERE scope = 'g'").fetchone()[0] == 300
         # rows written after the rebuild go into the new graph
-        conn.execute("SELECT dna.index_document('g', 'Doc', 'late', 'river stones late', dna.fake_embed('late'), %s)",
-                     (FAKE,))
-        assert conn.execute("SELECT count(*) FROM (SELECT 1 FROM dna.search('g', 'late', dna.fake_embed('late'), %s, "
-                            "k => 10, exact => false) WHERE name = 'late') AS x", (FAKE,)).fetchone()[0] == 1
+        conn.execute("SELECT dna.index_document('g', 'Doc', 'late', 'river stones late', dna.fake_embed('river stones late'), "
+                     "%s)", (FAKE,))
+        late = conn.execute("SELECT name, similarity FROM dna.search('g', 'late', dna.fake_embed('river stones late'), %s, "
+                            "k => 1, exact => false, weights => '{1,0}', explain => true)", (FAKE,)).fetchall()
+        assert late == [("late", 1.0)]
         conn.execute("SELECT dna.delete_document('g', 'Doc', 'late')")
     migrate.downgrade(empty_dsn, "0024_at_scale")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:

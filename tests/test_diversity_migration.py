@@ -10,6 +10,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 PARA = "The per-view cache stores the output of an entire view. Use the cache_page decorator to cache a view."
 DOCS = [("topics/cache.md", PARA), ("releases/4.0.md", PARA), ("releases/4.1.md", "**" + PARA + "**"),
@@ -50,7 +54,7 @@ def test_upgrade_from_0021_collapses_duplicates_by_default_and_downgrades(empty_
         before = _answers(conn)
     assert len({"topics/cache.md", "releases/4.0.md", "releases/4.1.md"} & {n for n, _ in before[0]}) == 3
     assert {n for n, _ in before[1]} >= {"deploy-a", "deploy-b"}
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _signatures(conn, "search") == 1 and _signatures(conn, "recall") == 1
         assert _answers(conn, ", diversity => 'off'") == before            # the answer before, asked for

@@ -10,6 +10,10 @@ from pydna import migrate
 from test_citus_migration import _answers, _seed
 from test_hard_edges import MODEL, TEXT, _check_pages_compose
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 DEFINITION = ("SELECT string_agg(pg_get_functiondef(p.oid), '') FROM pg_proc AS p "
               "WHERE p.proname = 'search' AND p.pronamespace = 'dna'::regnamespace")
 
@@ -27,7 +31,7 @@ def test_upgrade_from_0020_composes_pages_and_downgrades(empty_dsn):
         _seed_tied(conn)
         before = _answers(conn)
         assert "WITH TIES" not in conn.execute(DEFINITION).fetchone()[0]
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert "WITH TIES" in conn.execute(DEFINITION).fetchone()[0]

@@ -10,6 +10,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 
 
@@ -53,7 +57,7 @@ def test_upgrade_from_0016_adds_the_hints_and_downgrades(empty_dsn):
         assert _refusal(conn, "SELECT * FROM dna.search('docs', 'x', fusion => 'linear')")[2] is None
         assert _refusal(conn, "SELECT dna.take_receipt('search', '{\"scope\": \"docs\", \"query\": \"x\", "
                               "\"k\": \"ten\"}')")[1] == 'invalid input syntax for type integer: "ten"'
-    migrate.upgrade(empty_dsn)
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         replayed = conn.execute("SELECT dna.replay(%s::uuid)", (receipt["receipt_id"],)).fetchone()[0]

@@ -11,6 +11,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_citus_migration import _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 VERSIONS = ("SELECT scope, kind, name, tenant, version, op, spec FROM dna.dna_versions "
             "ORDER BY scope, kind, name, tenant, version")
 
@@ -21,7 +25,7 @@ def test_upgrade_from_0020_reads_memories_by_name_and_downgrades(empty_dsn):
         _seed(conn)
         conn.execute("SELECT dna.remember('reads', %s, name => 'old')", (Jsonb({"summary": "written at 0020"}),))
         before, versions = _answers(conn), conn.execute(VERSIONS).fetchall()
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before and conn.execute(VERSIONS).fetchall() == versions
         old = conn.execute("SELECT dna.memory_history('reads', 'old')").fetchone()[0]["versions"]

@@ -11,6 +11,10 @@ from pydna import migrate
 from test_bounded_memtable import MODEL, answers, memtable, segments, write
 from test_citus_migration import _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 
 def sizes(conn, scope: str) -> list[int]:
     return [n for (n,) in conn.execute("SELECT n_docs FROM dna.dna_bm25_segments WHERE scope = %s ORDER BY n_docs",
@@ -26,7 +30,7 @@ def test_upgrade_keeps_the_memtable_then_writes_bound_it_and_downgrades(empty_ds
         write(conn, "live", 1, 3500)                              # 0022: sealed at 2,001, then 1,499 more
         assert sizes(conn, "live") == [2001] and memtable(conn, "live") == 1499
         before, live = _answers(conn), answers(conn, "live")
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT dna.bm25_memtable_limit(), dna.bm25_write_merge_cap()").fetchone() == (1000, 16000)
         assert _answers(conn) == before and answers(conn, "live") == live

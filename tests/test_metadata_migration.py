@@ -9,6 +9,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 NOW = "2026-06-01T12:00:00Z"
 LATER = "2026-06-05T00:00:00Z"   # m1 is forgotten by then
@@ -51,7 +55,7 @@ def test_upgrade_from_0018_with_data_derives_memory_metadata_and_downgrades(empt
         _seed(conn)
         before = _answers(conn)
         assert before["search"] and len(before["recall"]) == 2 and _columns(conn) == 0
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         meta = dict(conn.execute("SELECT name, metadata FROM dna.dna_instances WHERE scope = 'team'").fetchall())
@@ -75,7 +79,7 @@ def test_upgrade_from_0018_with_data_derives_memory_metadata_and_downgrades(empt
         assert _answers(conn) == before
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'dna'::regnamespace "
                             "AND proname IN ('filter_sql', 'memory_metadata', 'set_document_metadata')").fetchone()[0] == 0
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert conn.execute("SELECT metadata -> 'tags' FROM dna.dna_instances WHERE name = 'm0'").fetchone()[0] == ["place"]

@@ -12,6 +12,10 @@ from pydna import migrate
 from test_citus_migration import _answers, _seed
 from test_one_upkeep import MODEL, delta
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 DOCS = [("a", "rank fusion of lexical lanes"), ("b", "dense vectors in lisbon"), ("c", "office porto")]
 
 
@@ -44,7 +48,7 @@ def test_upgrade_keeps_the_index_and_runs_one_upkeep_then_downgrades(empty_dsn):
         conn.execute(REMEMBER, (Jsonb({"summary": "deploys happen on friday"}), "m1"))
         before, found = _answers(conn), _found(conn)
         assert found["lisbon"] == ["b"] and found["friday deploys"] == ["m1"]
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before and _found(conn) == found
         assert _syncs(conn, INDEX, ("b", "dense vectors in porto", MODEL)) == 1      # a re-index: one UPDATE

@@ -12,6 +12,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_citus_migration import NOW, S, _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 OLD_RECALL = ("dna.recall(text,text,vector,text,text[],integer,text,boolean,text,timestamp with time zone,"
               "timestamp with time zone,boolean,text,boolean,double precision,double precision,jsonb,integer)")
 OLD_LIST = "dna.list_memories(text,text[],text,boolean,timestamp with time zone,integer,boolean,jsonb)"
@@ -49,7 +53,7 @@ def test_upgrade_from_0021_pages_the_same_answers_and_downgrades(empty_dsn):
                                ).fetchone()[0]["receipt_id"]
         with pytest.raises(psycopg.errors.UndefinedFunction):               # no "offset" at 0021
             _recall(conn, 5, 5)
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert _signatures(conn, "recall") == {OLD_RECALL[:-1] + ",integer,text,double precision)"}  # + diversity

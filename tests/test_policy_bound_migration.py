@@ -18,6 +18,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_citus_migration import NOW, S, _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 ROLE = f"dna_pbm_app_{os.getpid()}"
 PASSWORD = "dna-policy-bound-migration"
 LATER = NOW + timedelta(days=30)
@@ -93,7 +97,7 @@ def test_upgrade_adds_the_stored_lower_bound_answers_the_same_and_downgrades(emp
     assert before_role[f"later False {LATER + timedelta(days=1)}"] == ["later"]
     assert before_role[f"later True {NOW + timedelta(days=1)}"] == []          # valid only from LATER
 
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert all(_has_column(conn).values())
         assert all(d.endswith("(scope, model_id, valid_from) INCLUDE (doc_id)") for d in _index_defs(conn).values())

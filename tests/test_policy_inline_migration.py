@@ -21,6 +21,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_citus_migration import NOW, S, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 APP, STAR = f"dna_pi_app_{os.getpid()}", f"dna_pi_star_{os.getpid()}"
 PASSWORD = "dna-policy-inline-test"
 OLD = ("((tenant = ''::text) OR dna.tenant_visible(tenant, ( SELECT dna.visible_tenants() AS visible_tenants)))")
@@ -122,7 +126,7 @@ def test_upgrade_writes_the_policy_out_admits_the_same_rows_and_downgrades(empty
     assert {t for t, _n in before["star"]["dna.dna_instances"]} == {"", "acme", "other", "personal:star-oid"}
     assert ("starpin", "personal:star-oid") in before["star"]["list personal"]
 
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _policies(conn) == {NEW}
         assert conn.execute("SELECT dna.tenant_policy() = dna.tenant_policy(false)").fetchone()[0] is True

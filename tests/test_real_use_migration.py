@@ -12,6 +12,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_citus_migration import _answers, _seed
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 CLAIMS = [("prod16", "prod is PostgreSQL 16", "postgres16", "2026-03-01T00:00:00Z"),
           ("prod17", "prod was upgraded to PostgreSQL 17", "postgres17", "2026-09-01T00:00:00Z")]
 RECALL = ("SELECT dna.recall('claims', 'which postgres is prod', k => 5, now => '2030-01-01T00:00:00Z', "
@@ -33,7 +37,7 @@ def test_upgrade_from_0019_answers_the_same_and_downgrades(empty_dsn):
         before = _answers(conn)
         hits = conn.execute(RECALL).fetchone()[0]
         assert not any("contradicted_by" in h for h in hits)
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         after = {h["name"]: h for h in conn.execute(RECALL).fetchone()[0]}

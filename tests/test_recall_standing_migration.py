@@ -11,6 +11,10 @@ from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 WRITTEN = "2026-06-01T12:00:00Z"
 LATER = "2026-06-20T12:00:00Z"
 RECENT = "2026-06-20T09:00:00Z"          # within 24 h of LATER: the reference's + 0.10 recency
@@ -58,7 +62,7 @@ def test_upgrade_from_0016_ranks_by_standing_and_downgrades(empty_dsn):
         before = _answers(conn)
         assert _signatures(conn, "recall") == {SIGNATURE}
         factors_before = _signatures(conn, "memory_factors")
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     moved = 0
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         # one overload: 0016's, with the relevance floors of the floors topic after it

@@ -7,6 +7,10 @@ import psycopg
 
 from pydna import migrate
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 PARA = "The per-view cache stores the output of an entire view. Use the cache_page decorator to cache a view."
 DOCS = [("topics/cache.md", PARA), ("releases/4.0.md", "Release 4.0\n===========\n\n" + PARA),
@@ -37,7 +41,7 @@ def test_upgrade_from_0022_keeps_keys_and_answers_and_downgrades(empty_dsn):
         before = _state(conn)
     assert len(set(before[0])) == 3                   # the three copies share one key
     assert len(before[1][0]) == 3 and len(before[1][1]) == 4
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _state(conn) == before
         conn.execute("SELECT dna.index_document('docs', 'Doc', 'releases/4.2.md', %s, dna.fake_embed(%s), %s)",

@@ -61,7 +61,7 @@ def test_the_dense_path_is_read_from_the_plan(docs):
     assert answer["dense"]["path"] == "hnsw"
     # ef_search = dna.hnsw_ef_search(k, depth) = least(1000, greatest(40, 4 x 100, 10 x 2)) (tests/test_dense_depth.py)
     assert answer["dense"]["ef_search"] == 400 and answer["dense"]["iterative_scan"] == "strict_order"
-    assert answer["dense"]["ef_search_rule"] == "least(1000, greatest(40, 4 x depth, 10 x k))"
+    assert answer["dense"]["ef_search_rule"] == "least(1000, greatest(40, 4 x depth, 10 x k) x (1 + 0.5 x max(0, log10(graph_rows) - 5)))"
     assert answer["dense"]["exact_rule"] == "exact => false"
 
 

@@ -11,6 +11,10 @@ from pydna import migrate
 from test_citus_migration import _answers, _seed
 from test_turn_collapse import LONG, SESSIONS
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 SEARCH = ("SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM dna.search('tc', "
           "'support group stories transition moving', k => 10, kinds => '{Turn}') AS s")
 RECALL = ("SELECT coalesce(jsonb_agg(h ->> 'name' ORDER BY h ->> 'name'), '[]') FROM jsonb_array_elements(dna.recall('tc', "
@@ -28,7 +32,7 @@ def test_upgrade_keeps_each_turn_and_downgrades(empty_dsn):
         conn.execute("SELECT dna.remember_conversation('tc', 'c1', %s, sessions => %s)", (Jsonb(LONG), Jsonb(SESSIONS)))
         before, (search, recall) = _answers(conn), _turns(conn)
         assert len(search) == 2 and len(recall) == 2                  # 0022: one turn collapsed into the next
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         search_now, recall_now = _turns(conn)

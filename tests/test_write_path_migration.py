@@ -13,6 +13,10 @@ from psycopg.types.json import Jsonb
 from pydna import migrate
 from test_bulk_segments import documents
 
+# to 0024, the last revision whose answers this test holds (0025 topic fusion_scale rescales the convex
+# fusion: tests/test_fusion_scale_migration.py)
+HELD_TO = "0024_at_scale"
+
 MODEL = "dna-fake-hash-v1"
 NOW = "2026-06-01T12:00:00Z"
 QUERIES = ["protein expression in cancer cells", "gene mutation risk", "rare0042 cell", "patient study",
@@ -83,7 +87,7 @@ def test_upgrade_from_0018_with_data_answers_the_same_and_downgrades(empty_dsn):
         old_segs = conn.execute("SELECT max(seg_id) FROM dna.dna_bm25_segments").fetchone()[0]
         assert conn.execute("SELECT to_regclass('dna.dna_bm25_seg_id_seq')").fetchone()[0] is not None
         _consistent(conn)
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == before
         assert _chunks(conn) == chunks                            # nothing rebuilt by the upgrade
@@ -114,7 +118,7 @@ def test_upgrade_from_0018_with_data_answers_the_same_and_downgrades(empty_dsn):
         conn.execute("SELECT dna.bm25_compact(full_merge => true)")
         assert _answers(conn) == grown
         assert conn.execute("SELECT dna.verify_integrity('t', 'full') -> 'ok'").fetchone()[0] is True
-    migrate.upgrade(empty_dsn, "head")
+    migrate.upgrade(empty_dsn, HELD_TO)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _answers(conn) == grown
         _consistent(conn)
