@@ -161,6 +161,12 @@ BEGIN
     world := coalesce(dna.check_now(now), now());
     -- The metadata filter is a condition of the scan (its literals inlined; the GIN index of
     -- dna_instances.metadata serves its containments), so the statement is run by EXECUTE.
+    -- m is planned on its own (OFFSET 0: the validity test of f is not pushed into its scan). Under
+    -- row-level security the planner may not use the statistics of valid_at for a role (@> is not
+    -- leakproof): its default selectivity (0.5%) made the role's estimate of the scan a few rows where
+    -- the superuser's was the scope, and the tenant overlay's NOT EXISTS was then probed per base row
+    -- (one index search each: 3,000 for a personal partition of 3,000 memories) where the superuser
+    -- hashed the partition's keys once (0025, topic policy_personal; bench/policy_cost.py).
     EXECUTE format($q$
     WITH m AS (
         SELECT i.*, (i.valid_at @> $4 AND dna.currently_valid(i.spec ->> 'valid_to', $4)) AS valid
@@ -171,6 +177,7 @@ BEGIN
                  SELECT 1 FROM dna.dna_instances AS t
                  WHERE t.scope = $1 AND t.kind = i.kind AND t.api_version = i.api_version
                    AND t.name = i.name AND t.tenant = $3)))
+        OFFSET 0
     ), f AS (
         SELECT m.* FROM m WHERE $5 OR m.valid
     )

@@ -666,6 +666,41 @@ def test_identity_is_the_current_role_so_a_pooler_switches_with_set_role(seeded)
     assert one(svc, "SELECT count(*) FROM dna.dna_instances WHERE tenant = %s", (ALICE,)) == 0
 
 
+def test_the_policys_list_is_planned_without_an_inlining_attempt(sql):
+    """The one-node policy names (SELECT dna.visible_tenants()) twice per protected table of a statement.
+    A LANGUAGE sql function there is parsed and analysed by the planner at every planning of such a
+    statement (it tries to inline it, and gives up: the body has sub-selects); the role's verbs replan their
+    statements at every call, so that parse was ~70 us of the ~160 us a role paid beyond the superuser on a
+    statement of two protected tables (bench/policy_cost.py: up to x1.28 over a personal partition). A
+    PL/pgSQL function is never inlined, and it keeps its statement's plan for the session. Stable, not
+    SECURITY DEFINER: the caller's own rights."""
+    lang, volatile, definer = sql.execute(
+        "SELECT l.lanname, p.provolatile, p.prosecdef FROM pg_proc AS p JOIN pg_language AS l ON l.oid = p.prolang "
+        "WHERE p.oid = 'dna.visible_tenants()'::regprocedure").fetchone()
+    assert (lang, volatile, definer) == ("plpgsql", "s", False)
+
+
+def test_the_list_follows_set_role_within_a_session(seeded):
+    """The list's statement plan is kept for the session, and row-level security on the maps depends on the
+    role: after a SET ROLE (a pooler) and a RESET ROLE the list, and so the rows, are the current role's,
+    whatever the session asked as another role before."""
+    seeded.admin.execute(f"GRANT {ROLES['alice']} TO {ROLES['svc']}")
+    svc = seeded("svc")
+    for _ in range(3):                                   # the list's plan cached as svc
+        assert one(svc, "SELECT dna.visible_tenants()") == ["", "*"]
+        assert {r[0] for r in rows(svc, "SELECT DISTINCT tenant FROM dna.dna_instances")} == {"", WS_A, WS_B}
+    svc.execute(f"SET ROLE {ROLES['alice']}")
+    assert one(svc, "SELECT dna.visible_tenants()") == ["", ALICE, WS_A, WS_B]
+    assert {r[0] for r in rows(svc, "SELECT DISTINCT tenant FROM dna.dna_instances")} == {"", ALICE, WS_A, WS_B}
+    assert "alice-diary" in {hit[2] for hit in search(svc, "zebra diary", personal=True)}
+    svc.execute("RESET ROLE")
+    assert one(svc, "SELECT dna.visible_tenants()") == ["", "*"]
+    assert {r[0] for r in rows(svc, "SELECT DISTINCT tenant FROM dna.dna_instances")} == {"", WS_A, WS_B}
+    assert one(svc, "SELECT count(*) FROM dna.dna_search_docs_384 WHERE tenant = %s", (ALICE,)) == 0
+    bob = seeded("bob")
+    assert one(bob, "SELECT dna.visible_tenants()") == ["", "personal:bob-oid", WS_A]
+
+
 def test_set_search_config_is_an_operator_function_with_a_clear_refusal(world, sql):
     """An application role reads a scope's settings (dna.search_config) but may not change them:
     42501 naming the function and a hint, not PostgreSQL's bare 'permission denied for table'."""

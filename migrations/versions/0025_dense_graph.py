@@ -51,6 +51,22 @@ the train claims and which keep LoCoMo dev's recall targets (R@10 >= 0.75, any@1
 train nDCG@10: z-score at 0.5 (0.7355; min-max 0.4 gave 0.7340; at 1M 0.473). Scores of the convex fusion are
 then >= 0 in standard deviations, no longer in [0, 1]; RRF and a scope's own dense_weight are unchanged. The
 downgrade gives min-max at 0.4 back (tests/test_search_fusion.py, tests/test_fusion_scale_migration.py).
+
+policy_personal (tenancy.sql, memory_lifecycle.sql; issue 26 item 4): the application role paid up to ×1.28 the
+superuser's CPU for dna.search over a personal partition, and dna.list_memories ran another plan there
+(bench/policy_cost.py, row set ``mix personal``). The one-node policy names (SELECT dna.visible_tenants())
+twice per protected table of each statement, and the role's verbs plan their statements at every call;
+dna.visible_tenants was LANGUAGE sql, which the planner tried to inline at each of those plannings (parsing
+and analysing its body, then giving up on its sub-selects) before the SQL-function executor ran it: on a
+statement of two protected tables ~70 us of the role's ~160 us beyond the superuser's. It is now PL/pgSQL
+(never inlined; its statement's plan kept for the session, replanned when the role changes:
+tests/test_tenancy.py), with the same lists. dna.list_memories tested validity (valid_at @> now) in its scan;
+a role may not use a column's statistics through an operator that is not leakproof, so its estimate of the
+scan fell to a few rows and the tenant overlay's NOT EXISTS was probed per base row (3,000 index searches
+for 3,000 personal memories) where the superuser hashed the partition's keys once. The validity test now
+applies above the scan (OFFSET 0): both estimate the same leakproof conditions and both hash
+(tests/test_policy_personal.py); same answers. The policies are unchanged (RLS ENABLEd and FORCEd, the same
+rows admitted). No schema change.
 """
 import sys
 from pathlib import Path
@@ -101,7 +117,7 @@ _FRAGMENTS = Path(__file__).resolve().parent / revision
 # The plane files this revision re-runs: those whose text differs from PREVIOUS's (and NEW). Static;
 # tests/test_migrations.py checks it against the frozen copies. A file changed by a later revision has
 # this revision's text frozen in versions/0025_dense_graph/ (this revision then reads it there).
-CHANGED: tuple[str, ...] = ("fusion.sql", "search.sql")
+CHANGED: tuple[str, ...] = ("fusion.sql", "memory_lifecycle.sql", "search.sql", "tenancy.sql")
 
 
 def changed_files() -> list[str]:
