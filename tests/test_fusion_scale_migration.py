@@ -7,6 +7,7 @@ import statistics
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from pydna import migrate
 
@@ -50,6 +51,9 @@ def test_upgrade_from_0024_fuses_by_z_score_at_0_5_and_downgrades_to_min_max_at_
         conn.execute("SELECT dna.set_search_config('own', dense_weight => 0.7)")
         before = _rows(conn)
         _check(before, 0.4, "minmax")
+        receipt = conn.execute("SELECT dna.take_receipt('search', %s, keep_query => true)",
+                               (Jsonb({"scope": "fm", "query": QUERY, "model_id": FAKE, "k": 10}),)).fetchone()[0]
+        assert conn.execute("SELECT dna.replay(%s)", (receipt["receipt_id"],)).fetchone()[0]["match"]
         assert conn.execute("SELECT to_regprocedure('dna.z_score(float8, float8, float8)')").fetchone()[0] is None
     migrate.upgrade(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
@@ -61,6 +65,16 @@ def test_upgrade_from_0024_fuses_by_z_score_at_0_5_and_downgrades_to_min_max_at_
         answer = conn.execute("SELECT explain -> 'answer' -> 'fusion' FROM dna.search('fm', %s, dna.fake_embed(%s), %s, "
                               "explain => true) LIMIT 1", (QUERY, QUERY, FAKE)).fetchone()[0]
         assert answer["dense_weight"] == 0.5 and answer["normalisation"].startswith("z-score")
+        # a receipt taken at 0024 replays with other scores and names the settings that moved; what it
+        # recorded stays (the order here is the lexical lane's, the receipt having no query embedding)
+        replayed = conn.execute("SELECT dna.replay(%s)", (receipt["receipt_id"],)).fetchone()[0]
+        assert not replayed["scores_match"]
+        assert [h["score"] for h in replayed["ids_then"]] == [h["score"] for h in receipt["hits"]]
+        assert {c["setting"]: (c["then"], c["now"]) for c in replayed["settings_changed"]} == {
+            "answer.fusion.dense_weight": (0.4, 0.5),
+            "answer.fusion.normalisation": ("min-max over the lane's candidates",
+                                            "z-score over the lane's candidates, the lowest 0"),
+            "revision": ("0024_at_scale", "0025_dense_graph")}
     migrate.downgrade(empty_dsn, "0024_at_scale")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _rows(conn) == before
