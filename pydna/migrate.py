@@ -7,10 +7,13 @@ Before any revision runs, the server is checked (``pydna.supported``: PostgreSQL
 0.8.0+; ``UnsupportedServer`` otherwise, nothing changed). A revision that fails raises
 :class:`MigrationFailed`, which names the revision, the file (or the revision's own text) and the
 statement, the server's versions and a hint; the original error is its ``__cause__``, and the whole
-upgrade has rolled back (one transaction).
+upgrade has rolled back (one transaction). On Citus a run that crosses a revision of
+``CITUS_OWN_TRANSACTION`` commits before and after it (its shards are reached by other connections);
+a failure then says which revision the database is at.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import sys
@@ -73,14 +76,59 @@ def upgrade(dsn: str, revision: str = "head", sql: bool = False, on_notice=None,
         return buf.getvalue()
     if on_notice is not None:
         cfg.attributes["on_notice"] = lambda diag: on_notice(diag.message_primary) if _raised(diag) else None
+    committed = None
     try:
-        command.upgrade(cfg, revision)
+        for step in _citus_steps(dsn, cfg, revision, down=False):
+            command.upgrade(cfg, step)
+            committed = step
     except Exception as exc:
         failure = MigrationFailed.of(exc, cfg.attributes.get("server"))
         if failure is None:
             raise
-        raise failure from exc
+        raise dataclasses.replace(failure, committed=committed) from exc
     return None
+
+
+# Revisions whose text reaches Citus shards through run_command_on_shards (0024's SET STORAGE, which Citus
+# does not propagate). Its connections are not the migration's: they wait for the locks the migration's
+# own transaction holds on the shards (DDL of a revision before it in the same run, e.g. 0023's valid_from;
+# on the way down 0025's index rebuild) and the run would hang. On Citus such a revision therefore runs in a
+# transaction of its own: the revisions before it commit first (tests/citus/test_citus_policy_bound.py).
+CITUS_OWN_TRANSACTION = frozenset({"0024_at_scale"})
+
+
+def _citus_steps(dsn: str, cfg: Config, target: str, down: bool) -> list[str]:
+    """The revisions to migrate to in turn, each step one transaction: ``[target]``, except on a database
+    with Citus whose path crosses a revision of CITUS_OWN_TRANSACTION with others beside it."""
+    import psycopg
+
+    scheme, sep, rest = dsn.partition("://")
+    try:    # a DSN alembic takes as a SQLAlchemy URL (postgresql+psycopg://) is libpq's without the driver
+        with psycopg.connect(scheme.split("+")[0] + sep + rest if sep else dsn, autocommit=True) as conn:
+            if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension "
+                                "WHERE extname = 'citus')").fetchone()[0]:
+                return [target]
+            at = current(conn)
+    except psycopg.Error:
+        return [target]     # the migration itself reports the server it cannot reach or read
+    script = ScriptDirectory.from_config(cfg)
+    if down and at is None:
+        return [target]
+    upper, lower = (at, target) if down else (target, at or "base")
+    lower = "base" if lower in (None, "base") else script.get_revision(lower).revision
+    # the revisions the run applies (up) or undoes (down), newest first
+    path = [r.revision for r in script.iterate_revisions(upper, lower) if r.revision != lower]
+    steps: list[str] = []
+    for rev in (path if down else reversed(path)):
+        if rev not in CITUS_OWN_TRANSACTION:
+            continue
+        before = script.get_revision(rev).down_revision or "base"
+        if down:    # undo what follows rev, then rev alone
+            cuts = [c for c in (rev, before) if c not in (at, lower)]
+        else:       # commit what precedes rev, then rev alone
+            cuts = [c for c in (before, rev) if c not in (lower, upper)]
+        steps += [c for c in cuts if c not in steps]
+    return steps + [target]
 
 
 def _raised(diag) -> bool:
@@ -99,6 +147,7 @@ class MigrationFailed(RuntimeError):
     message: str
     sqlstate: str | None
     hint: str | None
+    committed: str | None = None     # on Citus, the revision an earlier step of the run committed
 
     def __post_init__(self):
         super().__init__(str(self))
@@ -112,7 +161,9 @@ class MigrationFailed(RuntimeError):
         if self.statement:
             parts.append(f"statement: {self.statement}")
         parts.append(f"hint: {self.hint}")
-        parts.append("nothing was changed (the upgrade is one transaction)")
+        parts.append("nothing was changed (the upgrade is one transaction)" if self.committed is None else
+                     f"the database is at revision {self.committed} (on Citus the run committed there before "
+                     f"the revision that failed, which rolled back; pydna.migrate.CITUS_OWN_TRANSACTION)")
         return "; ".join(parts)
 
     @classmethod
@@ -250,8 +301,11 @@ def _hint(sqlstate: str | None) -> str:
 
 
 def downgrade(dsn: str, revision: str) -> None:
-    """Migrate ``dsn`` down to ``revision`` (``"base"`` drops schema dna)."""
-    command.downgrade(alembic_config(dsn), revision)
+    """Migrate ``dsn`` down to ``revision`` (``"base"`` drops schema dna); one transaction, except on Citus
+    across a revision of CITUS_OWN_TRANSACTION (run alone)."""
+    cfg = alembic_config(dsn)
+    for step in _citus_steps(dsn, cfg, revision, down=True):
+        command.downgrade(cfg, step)
 
 
 def current(conn) -> str | None:
