@@ -304,8 +304,30 @@ def downgrade(dsn: str, revision: str) -> None:
     """Migrate ``dsn`` down to ``revision`` (``"base"`` drops schema dna); one transaction, except on Citus
     across a revision of CITUS_OWN_TRANSACTION (run alone)."""
     cfg = alembic_config(dsn)
-    for step in _citus_steps(dsn, cfg, revision, down=True):
+    steps = _citus_steps(dsn, cfg, revision, down=True)
+    if len(steps) > 1:
+        _citus_guards(dsn, cfg, steps[-1])
+    for step in steps:
         command.downgrade(cfg, step)
+
+
+# The downgrade guards of revisions that refuse where Citus holds the dna tables (0019: the revisions below
+# it do not run on Citus). A split downgrade runs them before its first step commits, so a refusal still
+# changes nothing (tests/citus/test_citus_distribute.py).
+CITUS_DOWNGRADE_GUARDS = {"0019_where_users_run": "guard_downgrade.sql"}
+
+
+def _citus_guards(dsn: str, cfg: Config, target: str) -> None:
+    """Run the guard of every CITUS_DOWNGRADE_GUARDS revision a downgrade to ``target`` undoes; the
+    guard's error (0A000) propagates."""
+    import psycopg
+
+    script = ScriptDirectory.from_config(cfg)
+    below = {r.revision for r in script.iterate_revisions(target, "base")} if target != "base" else set()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for rev, name in CITUS_DOWNGRADE_GUARDS.items():
+            if rev not in below:
+                conn.execute((migrations_dir() / "versions" / rev / name).read_text(encoding="utf-8"))
 
 
 def current(conn) -> str | None:

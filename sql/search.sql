@@ -607,7 +607,7 @@ BEGIN
                                                  WHEN exact THEN 'exact => true' ELSE 'exact => false' END,
                               'ef_search', CASE WHEN plan LIKE '%hnsw%' THEN current_setting('hnsw.ef_search')::integer END,
                               'ef_search_rule', CASE WHEN plan LIKE '%hnsw%' THEN 'least(1000, greatest(40, 4 x depth, 10 x k) x (1 + 0.5 x max(0, log10(graph_rows) - 5)))' END,
-                              'graph_rows', CASE WHEN plan LIKE '%hnsw%' THEN (SELECT c.reltuples::bigint FROM pg_catalog.pg_class AS c WHERE c.oid = tbl) END,
+                              'graph_rows', CASE WHEN plan LIKE '%hnsw%' THEN (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class AS c WHERE c.oid = tbl) END,
                               'iterative_scan', CASE WHEN plan LIKE '%hnsw%' THEN 'strict_order' END,
                               'depth', dense_depth, 'min_similarity', min_similarity,
                               'filter', dense_route) END,
@@ -895,7 +895,7 @@ COMMENT ON FUNCTION dna.search(text, text, vector, text, integer, text[], text, 
 'explain => true: every hit''s explain (jsonb) holds dense / lexical {rank, similarity | bm25, normalised (convex), term: the '
 'lane''s part of the score} (NULL for a lane the hit is absent from), score, and answer: {k, offset, model_id, fusion {method, '
 'dense_weight | weights, rrf_k}, degraded, degradation, dense {path: hnsw | exact scan | none (from the lane''s plan), exact_rule, '
-'ef_search (the hnsw.ef_search the lane ran with: dna.hnsw_ef_search(k, depth, graph_rows); NULL on an exact scan), ef_search_rule, graph_rows (the width table''s pg_class.reltuples), '
+'ef_search (the hnsw.ef_search the lane ran with: dna.hnsw_ef_search(k, depth, graph_rows); NULL on an exact scan), ef_search_rule, graph_rows (the width table''s pg_class.reltuples; 0 where it is unknown: never analyzed, or a Citus coordinator''s table, whose rows are its shards''), '
 'iterative_scan, depth, candidates, min_similarity, removed_by_floor, filter (how a filtered lane was answered)}, lexical {scoring, k1, b, ts_config, terms, depth, '
 'cut_at, candidates, exact, min_lexical_score, removed_by_floor}, filters {kinds, name_prefix, tenant, personal, valid_time, '
 'out_of_force_at_valid_time, passages}, fused_candidates}; NULL without explain. NOTICEs (SQLSTATE 02000): a '
