@@ -21,10 +21,10 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from citus_plans import Plans, _walk
+from login_role import mapped_login_role
 
 S = "policy-bound"
 FAKE = "dna-fake-hash-v1"
@@ -37,20 +37,8 @@ PASSWORD = "dna-policy-bound-test"
 @pytest.fixture
 def app(pg_server, dna_dsn, sql):
     """A LOGIN role with the application grants, mapped (like the superuser) to identity 'pb-oid'."""
-    admin = pg_server.dsn(pg_server.maintenance_db)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
-        conn.execute(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
-    sql.execute("SELECT dna.grant_app_role(%s)", (ROLE,))
-    sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, 'pb-oid'), (current_user, 'pb-oid')",
-                (ROLE,))
-    params = conninfo_to_dict(dna_dsn)
-    params.update(user=ROLE, password=PASSWORD)
-    with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+    with mapped_login_role(pg_server, dna_dsn, sql, ROLE, PASSWORD, "pb-oid") as conn:
         yield conn
-    sql.execute(f"DROP OWNED BY {ROLE}")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
 
 
 def remember(conn, name, summary, *, personal=False, spec=None, now=NOW):

@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from citus_plans import Plans, _walk
+from login_role import mapped_login_role
 
 S = "policy-personal"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
@@ -37,20 +37,8 @@ REMEMBER = ("SELECT count(dna.remember(%s, jsonb_build_object('summary', 'alpha 
 @pytest.fixture
 def app(pg_server, dna_dsn, sql):
     """A LOGIN role with the application grants, mapped (like the superuser) to identity 'pp-oid'."""
-    admin = pg_server.dsn(pg_server.maintenance_db)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
-        conn.execute(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
-    sql.execute("SELECT dna.grant_app_role(%s)", (ROLE,))
-    sql.execute("INSERT INTO dna.dna_identities (role_name, oid) VALUES (%s, 'pp-oid'), (current_user, 'pp-oid')",
-                (ROLE,))
-    params = conninfo_to_dict(dna_dsn)
-    params.update(user=ROLE, password=PASSWORD)
-    with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+    with mapped_login_role(pg_server, dna_dsn, sql, ROLE, PASSWORD, "pp-oid") as conn:
         yield conn
-    sql.execute(f"DROP OWNED BY {ROLE}")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP ROLE IF EXISTS {ROLE}")
 
 
 def seed(sql, app):
