@@ -133,6 +133,12 @@ BEGIN
         RETURN;
     END IF;
     IF report THEN ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
+    -- Every read of the chunks and the memtable names its lexemes twice: joined to the query's terms and
+    -- as `lexeme = ANY (lex)`, so the index is searched by lexeme whichever side of the join the planner
+    -- puts the table on. Planned on statistics that say the memtable is empty (an ANALYZE after a seal or a
+    -- compaction) it went outer and its index was read by (scope, model_id, tenant) alone: every entry of
+    -- the partition, dead ones included until VACUUM (27 ms for 89,000 after a full compaction of 30,000
+    -- documents; 0025, topic lane_lexemes).
     -- The usual states (after a compaction; a live scope between seals): nothing to leave out. The
     -- exact statement then has a plain form without the anti-joins, which cost ~20% per posting even
     -- when they find nothing (bench/RESULTS.md, "per posting"). Postings are decoded by unnest() in
@@ -158,7 +164,7 @@ BEGIN
             FROM (SELECT sg.base_doc_id AS base, q.w, unnest(c.postings) AS p
                   FROM unnest(lex, w) AS q (lexeme, w)
                   JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
                   JOIN dna.dna_bm25_segments AS sg
                     ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
                   WHERE kinds IS NULL OR c.kind = ANY (kinds)
@@ -166,7 +172,7 @@ BEGIN
                   SELECT p.doc_id, q.w, (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
                   FROM unnest(lex, w) AS q (lexeme, w)
                   JOIN dna.dna_bm25_postings AS p
-                    ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+                    ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme AND p.lexeme = ANY (lex)
                   WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
             GROUP BY 1
             ORDER BY 2 DESC
@@ -184,7 +190,7 @@ BEGIN
             FROM (SELECT sg.base_doc_id AS base, c.seg_id, q.w, unnest(c.postings) AS p
                   FROM q
                   JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
                   JOIN dna.dna_bm25_segments AS sg
                     ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
                   WHERE kinds IS NULL OR c.kind = ANY (kinds)) AS x
@@ -192,7 +198,7 @@ BEGIN
             SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
             FROM q
             JOIN dna.dna_bm25_postings AS p
-              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+              ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme AND p.lexeme = ANY (lex)
             WHERE kinds IS NULL OR p.kind = ANY (kinds))
         SELECT a.doc_id, round(sum(a.w * a.tf * (k1 + 1) / (a.tf + k1 * (1 - b + b * a.len / avgl))) * 1e9) / 1e9 AS sc, true
         FROM post AS a
@@ -223,7 +229,7 @@ BEGIN
                            dna.bm25_weight(c.max_tf, c.min_len, k1, b, avgl) * 1.000001) AS bound
         FROM q
         JOIN dna.dna_bm25_chunks AS c
-          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
         JOIN dna.dna_bm25_segments AS sg
           ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
         WHERE kinds IS NULL OR c.kind = ANY (kinds)),
@@ -309,7 +315,7 @@ BEGIN
                         SELECT p.doc_id, q.w * (k1 + 1), (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
                         FROM unnest(lex, w) AS q (lexeme, w)
                         JOIN dna.dna_bm25_postings AS p
-                          ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme
+                          ON p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = q.lexeme AND p.lexeme = ANY (lex)
                         WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS x
                   WHERE cardinality(st.shadowed) = 0 OR NOT (x.base + (x.p & 8589934591) = ANY (st.shadowed))
                   GROUP BY 1
