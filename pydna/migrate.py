@@ -102,9 +102,8 @@ def _citus_steps(dsn: str, cfg: Config, target: str, down: bool) -> list[str]:
     with Citus whose path crosses a revision of CITUS_OWN_TRANSACTION with others beside it."""
     import psycopg
 
-    scheme, sep, rest = dsn.partition("://")
-    try:    # a DSN alembic takes as a SQLAlchemy URL (postgresql+psycopg://) is libpq's without the driver
-        with psycopg.connect(scheme.split("+")[0] + sep + rest if sep else dsn, autocommit=True) as conn:
+    try:
+        with psycopg.connect(_libpq(dsn), autocommit=True) as conn:
             if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension "
                                 "WHERE extname = 'citus')").fetchone()[0]:
                 return [target]
@@ -129,6 +128,13 @@ def _citus_steps(dsn: str, cfg: Config, target: str, down: bool) -> list[str]:
             cuts = [c for c in (before, rev) if c not in (lower, upper)]
         steps += [c for c in cuts if c not in steps]
     return steps + [target]
+
+
+def _libpq(dsn: str) -> str:
+    """``dsn`` for psycopg: a SQLAlchemy URL (postgresql+psycopg://…), which alembic also takes, without its
+    driver; any other libpq string as it is."""
+    scheme, sep, rest = dsn.partition("://")
+    return scheme.split("+")[0] + sep + rest if sep else dsn
 
 
 def _raised(diag) -> bool:
@@ -324,7 +330,7 @@ def _citus_guards(dsn: str, cfg: Config, target: str) -> None:
 
     script = ScriptDirectory.from_config(cfg)
     below = {r.revision for r in script.iterate_revisions(target, "base")} if target != "base" else set()
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(_libpq(dsn), autocommit=True) as conn:
         for rev, name in CITUS_DOWNGRADE_GUARDS.items():
             if rev not in below:
                 conn.execute((migrations_dir() / "versions" / rev / name).read_text(encoding="utf-8"))
