@@ -69,7 +69,7 @@ DECLARE
     segs integer[];
 BEGIN
     -- Called by the write path after memtable postings were added (dna.bm25_index_docs). Counts at
-    -- most lim + 1 memtable documents (an index-only range of dna_bm25_docs_seg), so the check
+    -- most lim + 1 memtable documents (an index-only range of dna_bm25_docs_memtable), so the check
     -- costs the same however large the partition.
     SELECT count(*) INTO n FROM (
         SELECT 1 FROM dna.dna_bm25_docs AS d
@@ -156,14 +156,16 @@ BEGIN
     WHERE d.scope = scope AND d.model_id = model_id AND d.tenant = tenant AND d.seg_id = ANY (segs);
     SELECT * INTO cfg FROM dna.search_config(scope);
     -- Postings decoded in the select list; the tombstone anti-join only when one of the segments
-    -- has tombstones (a merge after a bulk load has none).
+    -- has tombstones (a merge after a bulk load has none). The chunks of the segments are read and
+    -- deleted through dna_bm25_chunks_merge, which only a statement naming n > 0 (true of every chunk)
+    -- may use (0026, topic any_statistics).
     source := 'SELECT q.kind, q.lexeme, q.base + (q.p & 8589934591) AS doc_id, ((q.p >> 33) & 511)::integer AS tf,
                 (q.p >> 42)::integer AS len
          FROM (SELECT c.kind, c.lexeme, c.seg_id, s.base_doc_id AS base, unnest(c.postings) AS p
                FROM dna.dna_bm25_chunks AS c
                JOIN dna.dna_bm25_segments AS s ON s.scope = $1 AND s.model_id = c.model_id
                                               AND s.tenant = c.tenant AND s.seg_id = c.seg_id
-               WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3 AND c.seg_id = ANY ($10)) AS q'
+               WHERE c.scope = $1 AND c.model_id = $2 AND c.tenant = $3 AND c.seg_id = ANY ($10) AND c.n > 0) AS q'
         || CASE WHEN EXISTS (SELECT 1 FROM dna.dna_bm25_tombstones AS t
                              WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant
                                AND t.seg_id = ANY (segs)) THEN '
@@ -187,7 +189,7 @@ BEGIN
           AND d.doc_id BETWEEN r.lo AND r.hi;
     END LOOP;
     DELETE FROM dna.dna_bm25_chunks AS c
-    WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = tenant AND c.seg_id = ANY (segs);
+    WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = tenant AND c.seg_id = ANY (segs) AND c.n > 0;
     DELETE FROM dna.dna_bm25_tombstone_terms AS t
     WHERE t.scope = scope AND t.model_id = model_id AND t.tenant = tenant AND t.seg_id = ANY (segs);
     DELETE FROM dna.dna_bm25_tombstones AS t

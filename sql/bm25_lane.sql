@@ -103,11 +103,13 @@ BEGIN
     -- `readable` counts the postings a Kind filter leaves to score.
     -- A term listed twice weighs twice (dna.bm25_terms lists an identifier of the query twice).
     WITH q AS (SELECT u.lexeme, count(*) AS qn FROM unnest(terms) AS u (lexeme) GROUP BY u.lexeme),
-    c AS (SELECT h.lexeme, sum(h.n)::bigint AS df,
+    c AS (SELECT q.lexeme, sum(h.n)::bigint AS df,
                  coalesce(sum(h.n) FILTER (WHERE kinds IS NULL OR h.kind = ANY (kinds)), 0)::bigint AS rd
-          FROM dna.dna_bm25_chunks AS h
-          WHERE h.scope = scope AND h.model_id = model_id AND h.tenant = ANY (parts) AND h.lexeme = ANY (terms)
-          GROUP BY h.lexeme),
+          FROM q CROSS JOIN LATERAL (
+              SELECT h.n, h.kind FROM dna.dna_bm25_chunks AS h
+              WHERE h.scope = scope AND h.model_id = model_id AND h.tenant = ANY (parts) AND h.lexeme = q.lexeme
+              OFFSET 0) AS h
+          GROUP BY q.lexeme),
     m AS (SELECT p.lexeme, count(*) AS df, count(*) FILTER (WHERE kinds IS NULL OR p.kind = ANY (kinds)) AS rd
           FROM dna.dna_bm25_postings AS p
           WHERE p.scope = scope AND p.model_id = model_id AND p.tenant = ANY (parts) AND p.lexeme = ANY (terms)
@@ -133,12 +135,18 @@ BEGIN
         RETURN;
     END IF;
     IF report THEN ms := ms || jsonb_build_object('df', extract(epoch FROM clock_timestamp() - t0) * 1000); END IF;
-    -- Every read of the chunks and the memtable names its lexemes twice: joined to the query's terms and
-    -- as `lexeme = ANY (lex)`, so the index is searched by lexeme whichever side of the join the planner
+    -- Every read of the memtable names its lexemes twice: joined to the query's terms and as
+    -- `lexeme = ANY (lex)`, so its index is searched by lexeme whichever side of the join the planner
     -- puts the table on. Planned on statistics that say the memtable is empty (an ANALYZE after a seal or a
     -- compaction) it went outer and its index was read by (scope, model_id, tenant) alone: every entry of
     -- the partition, dead ones included until VACUUM (27 ms for 89,000 after a full compaction of 30,000
     -- documents; 0025, topic lane_lexemes).
+    -- Every read of the chunks is a probe per query term (LATERAL … OFFSET 0, lexeme = q.lexeme) or per
+    -- chosen chunk (its whole key), never a join the planner may turn around: planned without statistics
+    -- (a restore, a table never analyzed: one row estimated per partition) the chunks went outer and
+    -- were read by partition, every chunk filtered by lexeme, or through their merge index (dna.bm25 ×3.6
+    -- / ×24 p50 / p95 on a 30,000-document scope; 0026, topic any_statistics). That index is partial
+    -- (WHERE n > 0, every chunk) so that no statement of this lane, which never names n, can use it.
     -- The usual states (after a compaction; a live scope between seals): nothing to leave out. The
     -- exact statement then has a plain form without the anti-joins, which cost ~20% per posting even
     -- when they find nothing (bench/RESULTS.md, "per posting"). Postings are decoded by unnest() in
@@ -163,10 +171,12 @@ BEGIN
                        / (((x.p >> 33) & 511)::float8 + k1 * (1 - b + b * (x.p >> 42)::float8 / avgl))) * 1e9) / 1e9, true
             FROM (SELECT sg.base_doc_id AS base, q.w, unnest(c.postings) AS p
                   FROM unnest(lex, w) AS q (lexeme, w)
-                  JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
+                  CROSS JOIN LATERAL (
+                      SELECT c.tenant, c.kind, c.seg_id, c.postings FROM dna.dna_bm25_chunks AS c
+                      WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                      OFFSET 0) AS c
                   JOIN dna.dna_bm25_segments AS sg
-                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+                    ON sg.scope = scope AND sg.model_id = model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
                   WHERE kinds IS NULL OR c.kind = ANY (kinds)
                   UNION ALL
                   SELECT p.doc_id, q.w, (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
@@ -189,10 +199,12 @@ BEGIN
                    ((x.p >> 33) & 511)::float8 AS tf, (x.p >> 42)::float8 AS len
             FROM (SELECT sg.base_doc_id AS base, c.seg_id, q.w, unnest(c.postings) AS p
                   FROM q
-                  JOIN dna.dna_bm25_chunks AS c
-                    ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
+                  CROSS JOIN LATERAL (
+                      SELECT c.tenant, c.kind, c.seg_id, c.postings FROM dna.dna_bm25_chunks AS c
+                      WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+                      OFFSET 0) AS c
                   JOIN dna.dna_bm25_segments AS sg
-                    ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+                    ON sg.scope = scope AND sg.model_id = model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
                   WHERE kinds IS NULL OR c.kind = ANY (kinds)) AS x
             UNION ALL
             SELECT p.doc_id, NULL::integer, q.w, p.tf::float8, p.doc_len::float8
@@ -222,16 +234,18 @@ BEGIN
     spent := CASE WHEN rarest > budget THEN 2 * budget ELSE budget END;
     WITH q AS (SELECT * FROM unnest(lex, w) AS q (lexeme, w)),
     h AS (
-        SELECT c.tenant, c.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w, sg.base_doc_id,
+        SELECT c.tenant, q.lexeme, c.kind, c.seg_id, c.chunk, c.n, q.w, sg.base_doc_id,
                q.w * least(CASE WHEN sg.k1 = k1 AND sg.b = b
                                 THEN c.max_imp * greatest(1.0, avgl / sg.avgdl_ref) * 1.000001
                                 ELSE 'Infinity'::float8 END,
                            dna.bm25_weight(c.max_tf, c.min_len, k1, b, avgl) * 1.000001) AS bound
         FROM q
-        JOIN dna.dna_bm25_chunks AS c
-          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme AND c.lexeme = ANY (lex)
+        CROSS JOIN LATERAL (
+            SELECT c.tenant, c.kind, c.seg_id, c.chunk, c.n, c.max_imp, c.max_tf, c.min_len FROM dna.dna_bm25_chunks AS c
+            WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ANY (parts) AND c.lexeme = q.lexeme
+            OFFSET 0) AS c
         JOIN dna.dna_bm25_segments AS sg
-          ON sg.scope = c.scope AND sg.model_id = c.model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
+          ON sg.scope = scope AND sg.model_id = model_id AND sg.tenant = c.tenant AND sg.seg_id = c.seg_id
         WHERE kinds IS NULL OR c.kind = ANY (kinds)),
     o AS (SELECT h.*, sum(h.n) OVER (ORDER BY h.bound DESC, h.lexeme, h.kind, h.tenant, h.seg_id, h.chunk) AS cum
           FROM h),
@@ -271,9 +285,11 @@ BEGIN
         SELECT coalesce(max(k.v), '-Infinity'::float8) INTO floor_acc
         FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
                  AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-        JOIN dna.dna_bm25_chunks AS c
-          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+        CROSS JOIN LATERAL (
+            SELECT c.n, c.postings FROM dna.dna_bm25_chunks AS c
+            WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+              AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+            OFFSET 0) AS c
         CROSS JOIN LATERAL (
             SELECT y.v FROM (SELECT ch.w * (k1 + 1) * ((x.p >> 33) & 511)::float8
                                     / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8) AS v
@@ -290,9 +306,11 @@ BEGIN
                                unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
                         FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
                                  AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-                        JOIN dna.dna_bm25_chunks AS c
-                          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-                         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk) AS x
+                        CROSS JOIN LATERAL (
+                            SELECT c.n, c.postings FROM dna.dna_bm25_chunks AS c
+                            WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                              AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+                            OFFSET 0) AS c) AS x
                   GROUP BY 1
                   HAVING sum(x.wk * ((x.p >> 33) & 511)::float8 / (((x.p >> 33) & 511)::float8 + kk + kl * (x.p >> 42)::float8)) >= floor_acc
                   ORDER BY 2 DESC, 1
@@ -308,9 +326,11 @@ BEGIN
                                unnest(CASE WHEN ch.take >= c.n THEN c.postings ELSE c.postings[1:ch.take] END) AS p
                         FROM unnest(c_tenant, c_lex, c_kind, c_seg, c_chunk, c_take, c_w, c_base)
                                  AS ch (tenant, lexeme, kind, seg_id, chunk, take, w, base)
-                        JOIN dna.dna_bm25_chunks AS c
-                          ON c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
-                         AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+                        CROSS JOIN LATERAL (
+                            SELECT c.n, c.postings FROM dna.dna_bm25_chunks AS c
+                            WHERE c.scope = scope AND c.model_id = model_id AND c.tenant = ch.tenant AND c.lexeme = ch.lexeme
+                              AND c.kind = ch.kind AND c.seg_id = ch.seg_id AND c.chunk = ch.chunk
+                            OFFSET 0) AS c
                         UNION ALL
                         SELECT p.doc_id, q.w * (k1 + 1), (p.tf::bigint << 33) | (p.doc_len::bigint << 42)
                         FROM unnest(lex, w) AS q (lexeme, w)
