@@ -1,7 +1,8 @@
-"""Revision 0026_speed_in_use, topic any_statistics: a 0025 database with segments, a memtable and tombstones
-upgrades (the chunks' merge index becomes partial, WHERE n > 0; the memtable gets its own partial index of
-dna_bm25_docs) with the same answers, merges and seals still work on the upgraded rows, and the downgrade
-gives 0025's indexes back, same answers again."""
+"""Revision 0026_speed_in_use, topics any_statistics and analyze_cost: a 0025 database with segments, a memtable
+and tombstones upgrades (the chunks' merge index becomes partial, WHERE n > 0; the memtable gets its own partial
+index of dna_bm25_docs) with the same answers, merges and seals still work on the upgraded rows, the write
+path's ANALYZE of a BM25 table samples 3,000 rows; the downgrade gives 0025's indexes and sample back, same
+answers again."""
 from __future__ import annotations
 
 import psycopg
@@ -36,6 +37,14 @@ def _indexes(conn) -> dict:
         "WHERE i.indrelid IN ('dna.dna_bm25_chunks'::regclass, 'dna.dna_bm25_docs'::regclass)").fetchall())
 
 
+def _bulk_sample(conn, scope: str) -> int:
+    """Histogram bounds + common values of dna_bm25_chunks.lexeme after a bulk statement's ANALYZE."""
+    conn.execute("SELECT count(*) FROM dna.index_documents(%s, %s, %s, %s, NULL, %s)",
+                 (scope, ["Doc"] * 1500, [f"s{i}" for i in range(1500)], [f"cell s{i} w{i % 97}" for i in range(1500)], MODEL))
+    return conn.execute("SELECT coalesce(array_length(histogram_bounds, 1), 0) + coalesce(array_length(most_common_vals, 1), 0) "
+                        "FROM pg_stats WHERE schemaname = 'dna' AND tablename = 'dna_bm25_chunks' AND attname = 'lexeme'").fetchone()[0]
+
+
 def test_upgrade_from_0025_swaps_the_indexes_and_keeps_the_answers(empty_dsn):
     migrate.upgrade(empty_dsn, "0025_dense_graph")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
@@ -64,9 +73,11 @@ def test_upgrade_from_0025_swaps_the_indexes_and_keeps_the_answers(empty_dsn):
         assert report["partitions"][0]["status"] == "ok"
         assert _answers(conn, budgeted=False) == exhaustive
         assert conn.execute("SELECT count(*) FROM dna.dna_bm25_segments WHERE scope = 'mg'").fetchone()[0] == 1
+        assert _bulk_sample(conn, "up") <= 21                        # statistics target 10
     migrate.downgrade(empty_dsn, "0025_dense_graph")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert _indexes(conn) == old
         assert _answers(conn, budgeted=False) == exhaustive
         conn.execute("SELECT dna.index_document('mg', 'Doc', 'after', 'protein w0042', NULL, %s)", (MODEL,))
         assert conn.execute("SELECT name FROM dna.bm25('mg', 'w0042 protein', %s, k => 1)", (MODEL,)).fetchone()[0] == "after"
+        assert _bulk_sample(conn, "down") > 21                       # the server's target again

@@ -105,3 +105,27 @@ def test_a_table_never_analyzed_is_analyzed_by_the_next_write(sql, model):
     sql.execute("UPDATE pg_class SET reltuples = -1 WHERE oid = 'dna.dna_bm25_postings'::regclass")
     write(sql, "s", 101, 101)
     assert reltuples(sql, "dna_bm25_postings") == rows(sql, "dna_bm25_postings")
+
+
+def _histogram(sql, table: str, column: str) -> int:
+    return sql.execute("SELECT coalesce(array_length(histogram_bounds, 1), 0) + coalesce(array_length(most_common_vals, 1), 0) "
+                       "FROM pg_stats WHERE schemaname = 'dna' AND tablename = %s AND attname = %s",
+                       (table, column)).fetchone()[0]
+
+
+def test_the_write_path_samples_the_bm25_tables_small_and_the_search_table_whole(sql, model):
+    """Revision 0026, topic analyze_cost: the write path's ANALYZE of a BM25 table takes a 3,000-row sample
+    (statistics target 10: at most 11 histogram bounds and 10 common values a column); the search table's
+    keeps the server's target (100)."""
+    n = 1500
+    sql.execute("SELECT count(*) FROM dna.index_documents('bulk', %s, %s, %s, NULL, %s)",
+                (["Doc"] * n, [f"b{i}" for i in range(n)], [f"cell gene b{i} protein w{i % 37}" for i in range(n)], MODEL))
+    assert analyzed(sql, "dna_bm25_chunks") and analyzed(sql, "dna_search_docs_384")
+    assert reltuples(sql, "dna_bm25_chunks") == rows(sql, "dna_bm25_chunks")        # the counts stay exact
+    assert 0 < _histogram(sql, "dna_bm25_chunks", "lexeme") <= 21
+    assert 0 < _histogram(sql, "dna_bm25_docs", "doc_id") <= 21
+    assert _histogram(sql, "dna_search_docs_384", "name") > 21                       # 101 bounds: the whole target
+    # the setting is the write path's own: the session's target is unchanged, and a plain ANALYZE uses it
+    assert sql.execute("SHOW default_statistics_target").fetchone()[0] == "100"
+    sql.execute("ANALYZE dna.dna_bm25_chunks")
+    assert _histogram(sql, "dna_bm25_chunks", "lexeme") > 21
