@@ -55,7 +55,7 @@ def test_upgrade_from_0024_fuses_by_z_score_at_0_5_and_downgrades_to_min_max_at_
                                (Jsonb({"scope": "fm", "query": QUERY, "model_id": FAKE, "k": 10}),)).fetchone()[0]
         assert conn.execute("SELECT dna.replay(%s)", (receipt["receipt_id"],)).fetchone()[0]["match"]
         assert conn.execute("SELECT to_regprocedure('dna.z_score(float8, float8, float8)')").fetchone()[0] is None
-    migrate.upgrade(empty_dsn)
+    migrate.upgrade(empty_dsn, "0025_dense_graph")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         after = _rows(conn)
         assert {(r[0], r[2], r[3]) for r in after} == {(r[0], r[2], r[3]) for r in before}
