@@ -38,7 +38,8 @@ time): BM25 sync (the trigger), BM25 add_docs (memtable postings), the rest of t
 (``text_tsvector``), the HNSW insert (``index_document``'s self time with vectors minus without), the rest of
 ``index_document``'s statements, and everything else. **Floors**, same run, same server, the same chunks
 written set-based into plain tables (no trigger): the vectors into a pgvector table with the same HNSW index
-(``vector_cosine_ops``, defaults), and the memtable postings of the live phase into a table with
+(``vector_cosine_ops``, the width tables' parameters ``pydna.maintenance.HNSW_BUILD``; pgvector's defaults before
+revision 0026's run), and the memtable postings of the live phase into a table with
 ``dna_bm25_postings``' primary key. The ANALYZEs of the BM25 tables over the live phases
 (``pg_stat_user_tables``: the write path's ``dna.bm25_keep_statistics`` and autovacuum) are counted: their
 cost is part of ``bm25_keep_statistics``' self time. At the end both databases answer the same calls: ``dna.bm25`` and
@@ -65,6 +66,8 @@ for p in (str(REPO), str(REPO / "bench")):
 
 from beir import evaluate, load_dataset  # noqa: E402
 from scale import BackendCpu, Server, connect, load1, log, stage_and_index  # noqa: E402
+
+from pydna.maintenance import HNSW_BUILD  # noqa: E402
 
 MODEL = "dna-fake-hash-v1"
 LIVE, LEXICAL, BULK = "live", "lexical", "scale"   # scopes (stage_and_index writes into scale.SCOPE)
@@ -115,7 +118,8 @@ class Tree:
 
     def floors_setup(self) -> None:
         self.conn.execute("CREATE TABLE public.floor_vec (id bigint PRIMARY KEY, embedding vector(384))")
-        self.conn.execute("CREATE INDEX ON public.floor_vec USING hnsw (embedding vector_cosine_ops)")
+        # the width tables' own graph parameters (pydna.maintenance.HNSW_BUILD), as the write path pays them
+        self.conn.execute(f"CREATE INDEX ON public.floor_vec USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_BUILD})")
         self.conn.execute("CREATE TABLE public.floor_post (LIKE dna.dna_bm25_postings INCLUDING DEFAULTS)")
         self.conn.execute("ALTER TABLE public.floor_post ADD PRIMARY KEY (scope, model_id, tenant, lexeme, doc_id) "
                           "INCLUDE (tf, doc_len, kind)")
@@ -422,7 +426,7 @@ def report(r: dict) -> str:
         for lb in labels) + " | |")
     lines.append("| live | BM25 upkeeps per index_document call | " + " | ".join(
         f"{r['trees'][lb]['by_step']['live']['upkeeps_per_call']:g}" for lb in labels) + " | |")
-    for k, label in (("hnsw", "floor: the vectors into a plain pgvector table + HNSW"),
+    for k, label in (("hnsw", f"floor: the vectors into a plain pgvector table + HNSW ({HNSW_BUILD})"),
                      ("postings", "floor: the memtable postings into a plain table, same key")):
         lines.append(f"| {label} | docs/s (wall) | " + " | ".join(
             f"{r['trees'][lb]['floors'][k]['docs_per_s']:,.0f}" for lb in labels) + " | |")
