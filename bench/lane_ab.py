@@ -16,36 +16,30 @@ Prints a table with the 1-minute load average; writes JSON (``--out``).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
+for p in (str(REPO), str(REPO / "bench")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from beir import load_dataset, pct  # noqa: E402
+from scale import BackendCpu  # noqa: E402
+
 CALLS = {"bm25": "SELECT name, score FROM dna.bm25(%s, %s, %s, k => 10)",
          "lexical": "SELECT name, score FROM dna.search(%s, %s, NULL, %s, k => 10)"}
 
 
 def claims(dataset: Path, limit: int) -> list[str]:
-    with open(dataset / "qrels" / "test.tsv") as fh:
-        ids = {row[0] for row in csv.reader(fh, delimiter="\t")}
-    with open(dataset / "queries.jsonl") as fh:
-        out = [q["text"] for q in map(json.loads, fh) if q["_id"] in ids]
-    return out[:limit]
-
-
-def cpu_ns(conn) -> int:
-    with open(f"/proc/{conn.info.backend_pid}/schedstat") as fh:
-        return int(fh.read().split()[0])
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[max(0, min(len(xs) - 1, round(p * len(xs)) - 1))]
+    """The first ``limit`` SciFact test claims, in queries.jsonl's order."""
+    return list(load_dataset(dataset, "test")[1].values())[:limit]
 
 
 def main() -> None:
@@ -65,6 +59,7 @@ def main() -> None:
         raise SystemExit("lane_ab: name two databases, comma-separated")
     qs = claims(args.dataset, args.queries)
     conns = {d: psycopg.connect(f"{args.server} dbname={d}", autocommit=True) for d in dbs}
+    cpus = {d: BackendCpu(conns[d]) for d in dbs}
     cpu = {d: [[] for _ in qs] for d in dbs}
     answers = {d: [] for d in dbs}
     load = [os.getloadavg()[0], None]
@@ -72,19 +67,18 @@ def main() -> None:
     for rnd in range(args.rounds):
         for i, q in enumerate(qs):
             for d in (dbs if (i + rnd) % 2 == 0 else dbs[::-1]):
-                c = conns[d]
-                c0 = cpu_ns(c)
-                rows = c.execute(CALLS[args.call], (args.scope, q, args.model_id)).fetchall()
-                cpu[d][i].append((cpu_ns(c) - c0) / 1e6)
+                c0 = cpus[d].read()
+                rows = conns[d].execute(CALLS[args.call], (args.scope, q, args.model_id)).fetchall()
+                cpu[d][i].append((cpus[d].read() - c0) / 1e6)
                 if rnd == 0:
                     answers[d].append([(n, round(s, 9)) for n, s in rows])
     load[1] = os.getloadavg()[0]
-    result = {"command": "python bench/lane_ab.py " + " ".join(os.sys.argv[1:]), "call": args.call, "scope": args.scope,
+    result = {"command": "python bench/lane_ab.py " + " ".join(sys.argv[1:]), "call": args.call, "scope": args.scope,
               "queries": len(qs), "rounds": args.rounds, "seconds": round(time.time() - t0, 1), "load1": load,
               "identical": sum(a == b for a, b in zip(answers[dbs[0]], answers[dbs[1]])), "databases": {}}
     for d in dbs:
         med = [statistics.median(x) for x in cpu[d]]
-        result["databases"][d] = {"cpu_p50_ms": round(pct(med, 0.5), 2), "cpu_p95_ms": round(pct(med, 0.95), 2)}
+        result["databases"][d] = {"cpu_p50_ms": round(pct(med, 50), 2), "cpu_p95_ms": round(pct(med, 95), 2)}
     a, b = (result["databases"][d] for d in dbs)
     print(f"{args.call}, {len(qs)} claims x {args.rounds} rounds interleaved, load {load[0]:.2f} -> {load[1]:.2f}")
     print("| database | CPU p50 / p95 ms |\n|---|---:|")

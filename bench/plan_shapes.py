@@ -21,15 +21,17 @@ import argparse
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import psycopg
 
-from lane_ab import claims, cpu_ns, pct
+from beir import pct
+from lane_ab import claims
+from lane_states import BM25_TABLES
+from scale import BackendCpu
 
 REPO = Path(__file__).resolve().parent.parent
-BM25_TABLES = ("dna_bm25_postings", "dna_bm25_chunks", "dna_bm25_segments", "dna_bm25_docs", "dna_bm25_forward",
-               "dna_bm25_tombstones", "dna_bm25_tombstone_terms")
 NODE = re.compile(r"(Seq Scan|Index Only Scan|Index Scan|Bitmap Index Scan|Bitmap Heap Scan|Nested Loop|Hash Join|"
                   r"Merge Join|Hash Right Join|Hash Left Join|HashAggregate|GroupAggregate|Sort)( using \S+)?( on \S+)?")
 
@@ -44,11 +46,12 @@ def call_sql(call: str) -> str:
 
 
 def timed(conn, sql: str, qs: list[str], scope: str, model: str) -> list[float]:
+    cpu = BackendCpu(conn)
     out = []
     for i, q in enumerate(qs):
-        c0 = cpu_ns(conn)
+        c0 = cpu.read()
         conn.execute(sql, {"s": scope, "q": q, "m": model, "i": 7 * i})
-        out.append((cpu_ns(conn) - c0) / 1e6)
+        out.append((cpu.read() - c0) / 1e6)
     return out
 
 
@@ -95,7 +98,7 @@ def main() -> None:
                     conn.execute("DELETE FROM pg_statistic WHERE starelid = %s::regclass", (f"dna.{t}",))
                     conn.execute("UPDATE pg_class SET reltuples = -1, relpages = 0 WHERE oid = %s::regclass", (f"dna.{t}",))
             cpu = timed(conn, sql, qs, args.scope, args.model_id)
-            state[name] = {"cpu_p50_ms": round(pct(cpu, 0.5), 2), "cpu_p95_ms": round(pct(cpu, 0.95), 2),
+            state[name] = {"cpu_p50_ms": round(pct(cpu, 50), 2), "cpu_p95_ms": round(pct(cpu, 95), 2),
                            "shapes": shapes(conn, sql, qs, args.scope, args.model_id)}
     load[1] = os.getloadavg()[0]
     differ = {k: {"fresh": sorted(state["fresh"]["shapes"].get(k, ())), "none": sorted(v)}
@@ -112,7 +115,7 @@ def main() -> None:
         print(f"- {k}\n    fresh: {' || '.join(v['fresh'])}\n    none:  {' || '.join(v['none'])}")
     if args.out:
         Path(args.out).write_text(json.dumps({
-            "command": "python bench/plan_shapes.py " + " ".join(os.sys.argv[1:]), "load1": load,
+            "command": "python bench/plan_shapes.py " + " ".join(sys.argv[1:]), "load1": load,
             "states": {n: {k: v for k, v in r.items() if k != "shapes"} for n, r in state.items()},
             "differ": differ}, indent=2))
 
